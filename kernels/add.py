@@ -1,0 +1,62 @@
+"""Element-wise addition of two vectors: the smallest complete catalogue entry.
+
+Each input may be strided (a view that skips elements): the kernel takes one stride per tensor
+instead of assuming contiguous memory.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+import tdebug
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr,
+               n_elements,
+               stride_x, stride_y, stride_out,
+               BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0).to(tl.int64)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets * stride_x, mask=mask)
+    y = tl.load(y_ptr + offsets * stride_y, mask=mask)
+    tl.store(out_ptr + offsets * stride_out, x + y, mask=mask)
+
+
+def add(x: torch.Tensor, y: torch.Tensor, BLOCK_SIZE: int = 256) -> torch.Tensor:
+    if x.dim() != 1 or x.shape != y.shape:
+        raise ValueError(f"add takes two 1-D tensors of one length, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if x.dtype != y.dtype or x.device != y.device:
+        raise ValueError("add: inputs must share dtype and device")
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    n = x.numel()
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)
+    add_kernel[grid](x, y, out, n, x.stride(0), y.stride(0), out.stride(0), BLOCK_SIZE=BLOCK_SIZE)
+    return out
+
+
+def reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x + y
+
+
+def make_inputs(case: tdebug.Case) -> tuple:
+    (n,) = case.shape
+    return tdebug.randn(case, (n,), salt=1), tdebug.randn(case, (n,), salt=2)
+
+
+SPEC = tdebug.KernelSpec(
+    name="add",
+    launch=add,
+    reference=reference,
+    make_inputs=make_inputs,
+    kernel=add_kernel,
+    dims=("N",),
+    default_shape=(1000,),
+    shapes=[(1,), (255,), (256,), (257,), (1000,), (4099,), (65536,)],
+    quick_shapes=[(1000,), (257,)],
+    layouts=("contiguous", "sliced", "offset"),
+    baseline=torch.add,
+    bytes=lambda shape, size: 3 * shape[0] * size,
+    bench_shapes=[(2**26,)],
+)

@@ -1,0 +1,3 @@
+from tdebug.cli import main
+
+main()

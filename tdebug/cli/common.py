@@ -1,0 +1,83 @@
+"""Pieces the subcommands share: target checks, options, rendering of case results."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import click
+
+from ..compare import Comparison
+from ..harness import CaseResult
+from ..report import render
+from ..shapes import SHAPE
+from ..spec import LAYOUTS, has_spec
+
+
+class TargetKind:
+    SPEC = "spec"
+    SCRIPT = "script"
+
+
+def classify_target(path: str) -> str:
+    """'spec' for a catalogue file, 'script' for a runnable Python program; a usage error otherwise."""
+    p = Path(path)
+    if not p.exists():
+        raise click.UsageError(f"no such file: {path}")
+    if not p.is_file():
+        raise click.UsageError(f"not a file: {path}")
+    if p.suffix != ".py":
+        raise click.UsageError(f"not a Python file: {path}")
+    try:
+        tree = ast.parse(p.read_text(), filename=str(p))
+    except SyntaxError as e:
+        raise click.UsageError(f"{path}:{e.lineno}: syntax error: {e.msg}") from None
+    if has_spec(p):
+        return TargetKind.SPEC
+    runnable = any(isinstance(node, (ast.Expr, ast.If, ast.For, ast.While, ast.With, ast.Assign))
+                   and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+                   for node in tree.body)
+    if not runnable:
+        raise click.UsageError(f"{path} has no SPEC (not a catalogue file) and no code to run")
+    return TargetKind.SCRIPT
+
+
+def case_options(fn):
+    fn = click.option("--seed", type=int, default=None, help="Input seed (default: a fresh one, printed).")(fn)
+    fn = click.option("--layout", type=click.Choice(LAYOUTS), default="contiguous", show_default=True,
+                      help="Memory layout of the inputs.")(fn)
+    fn = click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32",
+                      show_default=True)(fn)
+    fn = click.option("--shape", type=SHAPE, default=None, help="e.g. 129x127 (default: the spec's).")(fn)
+    return fn
+
+
+def fresh_seed() -> int:
+    import secrets
+
+    return secrets.randbelow(2**31)
+
+
+def comparison_line(c: dict) -> str:
+    return Comparison(**{k: v for k, v in c.items() if k in Comparison.__dataclass_fields__}).summary()
+
+
+def render_case(r: CaseResult, verbose: bool = True) -> list[str]:
+    mark = {"pass": "PASS", "fail": "FAIL"}.get(r.status, r.status.upper())
+    config = ""
+    for launch in r.launches:
+        if launch.get("config"):
+            config = f" [config {launch.get('config_index')}: {launch['config']}]"
+            break
+    lines = [f"{mark:5s} {r.label}{config}  ({r.time:.2f} s)" if r.time else f"{mark:5s} {r.label}{config}"]
+    if not verbose:
+        return lines
+    for c in r.comparisons:
+        lines.append("      " + comparison_line(c))
+        comp = Comparison(**{k: v for k, v in c.items() if k in Comparison.__dataclass_fields__})
+        if not comp.ok:
+            lines += ["      " + d for d in comp.details()]
+    if r.status not in ("pass",):
+        for f in r.findings:
+            lines += ["      " + ln for ln in render(f).splitlines()]
+    return lines

@@ -1,0 +1,84 @@
+"""`tdebug run TARGET`: one launch under a mode (the CPU interpreter, or the GPU in debug mode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..harness import run_job
+from ..modes.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
+from .common import TargetKind, case_options, classify_target, fresh_seed, render_case
+
+
+def gpu_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@click.command("run", context_settings={"ignore_unknown_options": False})
+@click.argument("target", type=click.Path(dir_okay=False))
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--mode", type=click.Choice(["interpret", "debug"]), default="interpret", show_default=True,
+              help="interpret: Triton's CPU interpreter with tdebug's checks; debug: the GPU with TRITON_DEBUG=1.")
+@case_options
+@click.option("--config", "config", type=int, default=None,
+              help="Autotuned kernels: run this config (index; default 0 under the interpreter).")
+@click.option("--break", "breaks", type=int, multiple=True, is_flag=False, flag_value=0,
+              help="Stop in pdb++ at the kernel's first line, or at LINE of its file (repeatable).")
+@click.option("--pid", default=None, help="With --break: only in this program, e.g. 1 or 1,0.")
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="Seconds before a launch is declared hung (off while in the debugger).")
+def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, pid, timeout) -> None:
+    """Run TARGET (a catalogue file, or any script: arguments after --) and report.
+
+    A catalogue file is launched on inputs built from --shape/--dtype/--layout/--seed and checked
+    against its float64 reference. tl.device_assert is live in both modes.
+    """
+    kind = classify_target(target)
+    if mode == "interpret" and dtype == "bf16":
+        raise click.UsageError("bf16 gives wrong results in Triton 3.6's interpreter: use fp32 or fp16 "
+                               "here, or --mode debug on a GPU")
+    if mode == "debug" and not gpu_available():
+        raise click.UsageError("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
+    if timeout <= 0:
+        raise click.BadParameter("must be positive", param_hint="--timeout")
+    try:
+        wanted_pid = parse_pid(pid)
+        break_lines = None
+        if breaks or wanted_pid is not None:
+            lines = [b for b in breaks if b != 0]
+            resolve(kernels_in(target), lines)  # validate now: one clear error instead of a child's traceback
+            break_lines = lines
+    except BreakpointError as e:
+        raise click.UsageError(str(e)) from None
+    if break_lines is not None and mode != "interpret":
+        raise click.UsageError("--break works under --mode interpret (the GPU runs compiled code)")
+    device = "cuda" if mode == "debug" else "cpu"
+    seed = fresh_seed() if seed is None else seed
+    job: dict = {"target": str(Path(target).resolve()), "kind": kind, "argv": list(script_args),
+                 "breaks": break_lines, "pid": list(wanted_pid) if wanted_pid else None}
+    if kind == TargetKind.SPEC:
+        job["plan"] = {"device": device, "seed": seed, "dtypes": [dtype], "layouts": [layout],
+                       "shapes": [shape] if shape else None, "configs": [config] if config is not None else None}
+        job["single"] = True
+    interactive = break_lines is not None
+    result = run_job(job, mode="interpret" if mode == "interpret" else "debug",
+                     timeout=None if interactive else timeout, interactive=interactive)
+    if result.fatal:
+        raise click.ClickException(result.fatal)
+    if kind == TargetKind.SPEC:
+        click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
+    failed = False
+    for case in result.cases:
+        if kind == TargetKind.SCRIPT and case.ok:
+            continue
+        for line in render_case(case):
+            click.echo(line)
+        failed |= not case.ok
+    if kind == TargetKind.SCRIPT and result.cases:
+        code = result.cases[0].exit_code
+        if failed or code:
+            raise SystemExit(code or 1)
+    raise SystemExit(1 if failed else 0)

@@ -1,0 +1,220 @@
+"""The one place that knows how a case runs: in a child process (tdebug.worker), under a mode.
+
+A kernel that segfaults the interpreter, or hangs, kills or stalls only the child: the harness records
+the case in flight as crashed / hung, starts a fresh child and goes on with the remaining cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .report import Finding
+
+MODE_ENV = {
+    "interpret": {"TRITON_INTERPRET": "1"},
+    "debug": {"TRITON_DEBUG": "1"},
+    "gpu": {},
+}
+
+
+@dataclass
+class CaseResult:
+    index: int
+    label: str
+    status: str  # pass, fail, error, assert, overflow, crash, hang
+    findings: list[Finding] = field(default_factory=list)
+    comparisons: list[dict] = field(default_factory=list)
+    time: float = 0.0
+    error: str = ""
+    launches: list[dict] = field(default_factory=list)
+    case: dict = field(default_factory=dict)
+    exit_code: int | None = None
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass
+class JobResult:
+    kernel: str = ""
+    labels: list[str] = field(default_factory=list)
+    cases: list[CaseResult] = field(default_factory=list)
+    lint: list[Finding] = field(default_factory=list)
+    fatal: str = ""  # the child could not even plan (bad target file, import error)
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def child_env(mode: str, extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    for knob in ("TRITON_INTERPRET", "TRITON_DEBUG"):
+        env.pop(knob, None)
+    env.update(MODE_ENV[mode])
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    # Let the child import tdebug even when it is not installed (running from a checkout).
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if extra:
+        env.update(extra)
+    return env
+
+
+class _Child:
+    def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
+                 wrapper: list[str] | None) -> None:
+        self.job_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(job, self.job_file)
+        self.job_file.close()
+        read_fd, write_fd = os.pipe()
+        env = child_env(mode, env_extra)
+        env["TDEBUG_RESULT_FD"] = str(write_fd)
+        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.worker", self.job_file.name]
+        out = subprocess.PIPE if capture else None
+        self.proc = subprocess.Popen(
+            cmd, env=env, pass_fds=(write_fd,), stdin=None if interactive else subprocess.DEVNULL,
+            stdout=out, stderr=out, start_new_session=not interactive)
+        os.close(write_fd)
+        self.reader = os.fdopen(read_fd, "r")
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.reader, selectors.EVENT_READ)
+        self.captured = ""
+
+    def next_event(self, deadline: float | None) -> dict | None:
+        """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
+        while True:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.sel.select(timeout):
+                raise TimeoutError
+            line = self.reader.readline()
+            if not line:
+                return None
+            line = line.strip()
+            if line:
+                return json.loads(line)
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            self.proc.kill()
+
+    def finish(self) -> int:
+        if self.proc.stdout is not None or self.proc.stderr is not None:
+            out, err = self.proc.communicate()
+            self.captured = (out or b"").decode(errors="replace") + (err or b"").decode(errors="replace")
+        code = self.proc.wait()
+        self.reader.close()
+        os.unlink(self.job_file.name)
+        return code
+
+
+def _case_from_event(ev: dict) -> CaseResult:
+    return CaseResult(
+        index=ev["index"], label=ev.get("label", ""), status=ev.get("status", "error"),
+        findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
+        comparisons=ev.get("comparisons", []), time=ev.get("time", 0.0), error=ev.get("error", ""),
+        launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"))
+
+
+def crash_hint(target: str, label: str, mode: str) -> str:
+    shape = label.split(" ")[0] if label and label[0].isdigit() else ""
+    shape_arg = f" --shape {shape}" if shape else ""
+    if mode == "interpret":
+        return ("a segfault in the interpreter is almost always an out-of-bounds store or load (a missing "
+                f"mask on a ragged edge); try: tdebug sanitize {target}{shape_arg}")
+    return f"the process died on the GPU; try: tdebug sanitize {target}{shape_arg} --tool memcheck"
+
+
+def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
+            capture: bool = False, on_event: Callable[[str, dict], None] | None = None,
+            env_extra: dict | None = None, wrapper: list[str] | None = None) -> JobResult:
+    """Run a worker job to completion, restarting the child after a crash or hang.
+
+    timeout: seconds allowed for one case (None: no limit, as when a person is in the debugger).
+    capture: keep the child's stdout/stderr (on CaseResult.stderr of the last case) instead of passing it through.
+    """
+    result = JobResult()
+    start = 0
+    target = job.get("target", "")
+    while True:
+        child = _Child({**job, "start": start}, mode, interactive, capture, env_extra, wrapper)
+        in_flight: int | None = None
+        started_at = 0.0
+        done = False
+        hung = False
+        try:
+            while True:
+                deadline = None if (timeout is None or in_flight is None) else started_at + timeout
+                if in_flight is None and timeout is not None:
+                    deadline = time.monotonic() + max(timeout, 300.0)  # import + planning
+                try:
+                    ev = child.next_event(deadline)
+                except TimeoutError:
+                    hung = True
+                    child.kill()
+                    break
+                if ev is None:
+                    break
+                kind = ev["event"]
+                if kind == "plan":
+                    result.kernel = ev.get("kernel", "")
+                    result.labels = ev.get("labels", [])
+                    result.lint = [Finding.from_dict(f) for f in ev.get("lint", [])]
+                elif kind == "start":
+                    in_flight, started_at = ev["index"], time.monotonic()
+                elif kind == "result":
+                    result.cases.append(_case_from_event(ev))
+                    in_flight = None
+                elif kind == "done":
+                    done = True
+                if on_event is not None:
+                    on_event(kind, ev)
+        finally:
+            code = child.finish()
+        if result.cases and child.captured:
+            result.cases[-1].stderr = child.captured
+        if done:
+            return result
+        # The child died or stalled.
+        if in_flight is None:
+            if not result.labels:
+                result.fatal = (child.captured.strip().splitlines() or [f"the worker exited with code {code}"])[-1]
+                if hung:
+                    result.fatal = "timed out while importing the target"
+                return result
+            if start + len(result.cases) >= len(result.labels):
+                return result
+            in_flight = len(result.cases) + 0
+        label = result.labels[in_flight] if in_flight < len(result.labels) else target
+        if hung:
+            status, message = "hang", f"no result after {timeout:.0f} s: the kernel hangs (or is very slow); " \
+                                      "an infinite loop on a data-dependent bound, or raise --timeout"
+        else:
+            what = _signal_name(code) if code < 0 else f"exit code {code}"
+            status, message = "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode)}"
+        case = CaseResult(index=in_flight, label=label, status=status, error=message,
+                          findings=[Finding(check=status, message=message)], exit_code=code,
+                          stderr=child.captured)
+        result.cases.append(case)
+        if on_event is not None:
+            on_event("result", {"index": in_flight, "label": label, "status": status, "error": message})
+        start = in_flight + 1
+        if start >= len(result.labels):
+            return result

@@ -1,0 +1,133 @@
+"""Breakpoints inside a Triton kernel under the CPU interpreter, without editing the kernel's file.
+
+The interpreter executes a kernel as a Python function compiled from the kernel's own source, with the
+real file name and line numbers, so pdb's (pdb++'s) breakpoints by file:line work. A breakpoint's
+condition restricts it to the requested program id. Only the kernel file carries breakpoints, so
+the tracing cost elsewhere is one dictionary look-up per Python call.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType
+
+
+class BreakpointError(ValueError):
+    pass
+
+
+@dataclass
+class KernelInfo:
+    name: str
+    file: str
+    first_line: int  # the def line
+    last_line: int
+    body_lines: tuple[int, ...]  # executable lines of the body, sorted
+
+
+_DECORATORS = ("jit", "autotune", "heuristics")
+
+
+def _is_kernel_def(node: ast.AST) -> bool:
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name in _DECORATORS:
+            return True
+    return False
+
+
+def _code_objects(code: CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _code_objects(const)
+
+
+def kernels_in(path: str | Path) -> list[KernelInfo]:
+    """Every @triton.jit function in a file, found without running the file (so scripts work too)."""
+    file = str(Path(path).resolve())
+    source = Path(file).read_text()
+    tree = ast.parse(source, filename=file)
+    codes = {(c.co_name, c.co_firstlineno): c for c in _code_objects(compile(source, file, "exec"))}
+    found = []
+    for node in ast.walk(tree):
+        if not _is_kernel_def(node):
+            continue
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        code = codes.get((node.name, first)) or codes.get((node.name, node.lineno))
+        if code is None:
+            continue
+        body = sorted({ln for _, _, ln in code.co_lines() if ln is not None and ln > node.lineno})
+        found.append(KernelInfo(node.name, file, node.lineno, node.end_lineno or node.lineno, tuple(body)))
+    return sorted(found, key=lambda k: k.first_line)
+
+
+def resolve(kernels: list[KernelInfo], lines: list[int]) -> list[tuple[KernelInfo, int]]:
+    """Map requested lines to (kernel, executable line). An empty list means each kernel's first line."""
+    if not kernels:
+        raise BreakpointError("no @triton.jit kernel is defined in this file")
+    if not lines:
+        return [(k, k.body_lines[0]) for k in kernels if k.body_lines]
+    out = []
+    for line in lines:
+        owner = next((k for k in kernels if k.first_line <= line <= k.last_line), None)
+        if owner is None:
+            spans = ", ".join(f"{k.name} {k.first_line}-{k.last_line}" for k in kernels)
+            raise BreakpointError(f"--break {line} is outside every kernel (kernels: {spans})")
+        after = [ln for ln in owner.body_lines if ln >= line]
+        if not after:
+            raise BreakpointError(f"--break {line}: no executable kernel line at or after it in {owner.name}")
+        out.append((owner, after[0]))
+    return out
+
+
+def parse_pid(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        pid = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise BreakpointError(f"bad --pid {text!r}: expected integers like 1 or 1,0") from None
+    if not 1 <= len(pid) <= 3 or any(p < 0 for p in pid):
+        raise BreakpointError(f"bad --pid {text!r}: one to three non-negative integers")
+    return pid
+
+
+def _pid_matches(wanted: tuple[int, ...] | None) -> bool:
+    if wanted is None:
+        return True
+    from .interpret import current_pid
+
+    pid = current_pid()
+    return all(pid[i] == w for i, w in enumerate(wanted))
+
+
+def start(targets: list[tuple[KernelInfo, int]], pid: tuple[int, ...] | None):
+    """Arm pdb++ with the breakpoints and start tracing. Returns the debugger; call stop(dbg) after."""
+    import pdb  # pdb++ when installed: it replaces the standard module
+
+    builtins.__tdebug_pid_matches__ = lambda: _pid_matches(pid)
+    dbg = pdb.Pdb()
+    cond = "__tdebug_pid_matches__()" if pid is not None else None
+    for kernel, line in targets:
+        err = dbg.set_break(kernel.file, line, cond=cond)
+        if err:
+            raise BreakpointError(f"cannot set a breakpoint at {kernel.file}:{line}: {err}")
+        where = f" in program {','.join(map(str, pid))}" if pid is not None else ""
+        print(f"tdebug: breakpoint at {Path(kernel.file).name}:{line} ({kernel.name}){where}", file=sys.stderr)
+    dbg.reset()
+    # Stop only at breakpoints: stepping is anchored to this frame with "no line" (-1), as set_continue does.
+    dbg._set_stopinfo(sys._getframe(), None, -1)
+    sys.settrace(dbg.trace_dispatch)
+    return dbg
+
+
+def stop(dbg) -> None:
+    sys.settrace(None)

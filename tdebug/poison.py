@@ -1,0 +1,107 @@
+"""Poison: fill memory that no one has written with a recognisable NaN (floats) or byte pattern (ints).
+
+After a launch, an output element that still holds the poison bits was never written. The same
+patterns let the interpreter sanitizer tell uninitialised memory (a torch.empty nobody wrote) from data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterator
+
+import torch
+
+# Bit patterns: signalling-NaN payloads for floats (arithmetic never produces them), 0xA5 bytes for ints.
+_FLOAT_BITS = {
+    torch.float32: (torch.int32, 0x7FA5A5A5),
+    torch.float16: (torch.int16, 0x7DA5),
+    torch.bfloat16: (torch.int16, 0x7FA5),
+    torch.float64: (torch.int64, 0x7FF5A5A5A5A5A5A5),
+}
+_INT_BITS = {
+    torch.int8: -0x5B,  # 0xA5
+    torch.uint8: 0xA5,
+    torch.int16: -0x5A5B,  # 0xA5A5
+    torch.int32: -0x5A5A5A5B,  # 0xA5A5A5A5
+    torch.int64: -0x5A5A5A5A5A5A5A5B,
+}
+
+
+def _bits_view(t: torch.Tensor) -> tuple[torch.Tensor, int] | None:
+    if t.dtype in _FLOAT_BITS:
+        int_dtype, pattern = _FLOAT_BITS[t.dtype]
+        if pattern >= 2 ** (torch.iinfo(int_dtype).bits - 1):
+            pattern -= 2 ** torch.iinfo(int_dtype).bits
+        return t.view(int_dtype), pattern
+    if t.dtype in _INT_BITS:
+        return t, _INT_BITS[t.dtype]
+    return None
+
+
+def poison_(t: torch.Tensor) -> torch.Tensor:
+    """Fill t with its dtype's poison pattern, in place. Bool tensors are left alone."""
+    bv = _bits_view(t)
+    if bv is not None and t.numel():
+        bits, pattern = bv
+        bits.fill_(pattern)
+    return t
+
+
+def poison_mask(t: torch.Tensor) -> torch.Tensor:
+    """True where t still holds the poison pattern."""
+    bv = _bits_view(t)
+    if bv is None:
+        return torch.zeros(t.shape, dtype=torch.bool, device=t.device)
+    bits, pattern = bv
+    return bits == pattern
+
+
+class Allocations:
+    """Tensors created by torch.empty* while poisoning was on (their storages may be uninitialised)."""
+
+    def __init__(self) -> None:
+        self._storages: dict[int, weakref.ref] = {}
+
+    def add(self, t: torch.Tensor) -> None:
+        storage = t.untyped_storage()
+        self._storages[storage.data_ptr()] = weakref.ref(t)
+
+    def was_empty(self, storage_ptr: int) -> bool:
+        ref = self._storages.get(storage_ptr)
+        return ref is not None and ref() is not None
+
+
+ALLOCATIONS = Allocations()
+
+
+@contextlib.contextmanager
+def poisoned_empty() -> Iterator[Allocations]:
+    """Inside the block, torch.empty / empty_like / empty_strided / Tensor.new_empty return poisoned
+    tensors (and remember them), so unwritten outputs and uninitialised reads show."""
+    originals = {
+        "empty": torch.empty,
+        "empty_like": torch.empty_like,
+        "empty_strided": torch.empty_strided,
+    }
+    original_new_empty = torch.Tensor.new_empty
+
+    def wrap(fn):
+        def poisoned(*args, **kwargs):
+            t = fn(*args, **kwargs)
+            if t.numel():
+                poison_(t)
+                ALLOCATIONS.add(t)
+            return t
+
+        return poisoned
+
+    for name, fn in originals.items():
+        setattr(torch, name, wrap(fn))
+    torch.Tensor.new_empty = wrap(original_new_empty)
+    try:
+        yield ALLOCATIONS
+    finally:
+        for name, fn in originals.items():
+            setattr(torch, name, fn)
+        torch.Tensor.new_empty = original_new_empty

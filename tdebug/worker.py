@@ -1,0 +1,225 @@
+"""The child process: runs a target's launches under a mode and reports over a pipe, one JSON event a line.
+
+It is started by tdebug.harness with the mode's environment (TRITON_INTERPRET=1 or TRITON_DEBUG=1)
+already set, so Triton reads it at import. A crash or hang here never takes tdebug down: the parent
+notices the dead or silent child, records the case in flight, and starts a new child for the rest.
+
+Usage: python -m tdebug.worker JOB.json   (the result pipe's fd is in TDEBUG_RESULT_FD)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from .cases import autotune_configs, plan_cases
+from .compare import TOLERANCES, compare_outputs
+from .poison import poisoned_empty
+from .report import Finding
+from .spec import Case, load_target
+
+
+class Channel:
+    def __init__(self, fd: int) -> None:
+        self._file = os.fdopen(fd, "w", buffering=1)
+
+    def send(self, event: str, **data) -> None:
+        self._file.write(json.dumps({"event": event, **data}, default=str) + "\n")
+        self._file.flush()
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    seen = 0
+    while exc.__cause__ is not None and seen < 10:
+        exc = exc.__cause__
+        seen += 1
+    return exc
+
+
+def exception_finding(exc: BaseException) -> Finding:
+    """A finding for an exception raised by a launch: device_assert, bad dtype, or anything else."""
+    from .modes.interpret import DeviceAssertError, UnsupportedDtypeError, library_dirs
+
+    cause = root_cause(exc)
+    if isinstance(cause, DeviceAssertError):
+        what = "int32 overflow" if cause.kind == "overflow" else "device_assert failed"
+        return Finding(check=cause.kind, message=f"{what}: {cause.message} ({cause.failed} of {cause.total} lanes)",
+                       file=cause.file, line=cause.line, pids=[cause.pid])
+    if isinstance(cause, UnsupportedDtypeError):
+        return Finding(check="dtype", message=str(cause))
+    file, line = "", 0
+    libs = library_dirs()
+    for fs in reversed(traceback.extract_tb(cause.__traceback__)):
+        if not fs.filename.startswith(libs) and not fs.filename.startswith("<"):
+            file, line = fs.filename, fs.lineno or 0
+            break
+    return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line)
+
+
+def _float64(x):
+    import torch
+
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.to(torch.float64)
+    return x
+
+
+def run_case(spec, case: Case, sanitizer) -> dict:
+    import torch
+
+    from .modes.interpret import STATE
+
+    STATE.config_index = case.config
+    STATE.launches.clear()
+    started = time.perf_counter()
+    result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
+    try:
+        inputs = spec.make_inputs(case)
+        if sanitizer is not None:
+            sanitizer.begin_case()
+        with poisoned_empty():
+            out = spec.launch(*inputs)
+        if case.device == "cuda":
+            torch.cuda.synchronize()
+    except BaseException as exc:  # noqa: BLE001 - reported, never swallowed
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        finding = exception_finding(exc)
+        result["findings"].append(finding.to_dict())
+        result["status"] = finding.check if finding.check in ("assert", "overflow") else "error"
+        result["error"] = finding.message
+        if sanitizer is not None:
+            result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+        result["time"] = time.perf_counter() - started
+        return result
+    if sanitizer is not None:
+        result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+    if os.environ.get("TRITON_INTERPRET") == "1" and not STATE.launches:
+        result["findings"].append(Finding(check="no-kernel", message="the launcher ran no Triton kernel").to_dict())
+    if STATE.launches:
+        result["launches"] = [r.__dict__ for r in STATE.launches]
+    ref = spec.reference(*[_float64(x) for x in inputs])
+    tol = spec.tolerances.get(case.dtype) or TOLERANCES.get(case.dtype)
+    comps = compare_outputs(out, ref, tol)
+    result["comparisons"] = [c.__dict__ for c in comps]
+    ok = all(c.ok for c in comps) and not result["findings"]
+    result["status"] = "pass" if ok else "fail"
+    result["time"] = time.perf_counter() - started
+    return result
+
+
+def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
+    spec = target.spec
+    if job.get("cases") is not None:
+        cases = [Case(**{**c, "shape": tuple(c["shape"])}) for c in job["cases"]]
+    elif job.get("single"):
+        plan = job["plan"]
+        shape = spec.normalize_shape(tuple(plan["shapes"][0])) if plan.get("shapes") else tuple(spec.default_shape)
+        configs = plan.get("configs")
+        case = Case(shape, plan["dtypes"][0], plan["layouts"][0], plan["seed"], plan["device"],
+                    configs[0] if configs else (0 if autotune_configs(spec.kernel) else None))
+        cases = [case]
+    else:
+        cases = plan_cases(spec, **job["plan"])
+    if job.get("start", 0) == 0:
+        lint = []
+        if job.get("lint"):
+            from .lint import lint_kernel
+
+            lint = [f.to_dict() for f in lint_kernel(target)]
+        channel.send("plan", kernel=spec.name, cases=[c.__dict__ for c in cases],
+                     labels=[c.label() for c in cases], lint=lint)
+    for index in range(job.get("start", 0), len(cases)):
+        channel.send("start", index=index)
+        channel.send("result", index=index, **run_case(spec, cases[index], sanitizer))
+
+
+def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
+    target = job["target"]
+    channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name], lint=[])
+    channel.send("start", index=0)
+    sys.argv = [target] + list(job.get("argv", []))
+    sys.path.insert(0, str(Path(target).parent))
+    started = time.perf_counter()
+    result: dict = {"label": Path(target).name, "findings": [], "comparisons": []}
+    if sanitizer is not None:
+        sanitizer.begin_case()
+    exit_code = 0
+    try:
+        with poisoned_empty() if sanitizer is not None else _null():
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as exc:
+        exit_code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException as exc:  # noqa: BLE001 - reported
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        finding = exception_finding(exc)
+        result["findings"].append(finding.to_dict())
+        result["error"] = finding.message
+        exit_code = 1
+    if sanitizer is not None:
+        result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+    result["exit_code"] = exit_code
+    result["time"] = time.perf_counter() - started
+    checks = {f["check"] for f in result["findings"]}
+    if checks & {"assert", "overflow"}:
+        result["status"] = "assert"
+    elif result["findings"] or exit_code:
+        result["status"] = "fail" if not result.get("error") else "error"
+    else:
+        result["status"] = "pass"
+    channel.send("result", index=0, **result)
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from .modes import interpret
+
+        interpret.install()
+    sanitizer = None
+    if job.get("sanitize") is not None:
+        from .detect.session import SanitizerSession
+
+        sanitizer = SanitizerSession(**job["sanitize"])
+        sanitizer.install()
+    debugger = None
+    try:
+        target = None
+        if job["kind"] == "spec":
+            target = load_target(job["target"])
+        if job.get("breaks") is not None:
+            from .modes import breakpoints
+
+            points = breakpoints.resolve(breakpoints.kernels_in(job["target"]), job["breaks"])
+            pid = tuple(job["pid"]) if job.get("pid") is not None else None
+            debugger = breakpoints.start(points, pid)
+        if job["kind"] == "spec":
+            run_spec_job(job, channel, target, sanitizer)
+        else:
+            run_script_job(job, channel, sanitizer)
+    finally:
+        if debugger is not None:
+            from .modes import breakpoints
+
+            breakpoints.stop(debugger)
+    channel.send("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
