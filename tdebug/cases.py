@@ -21,7 +21,8 @@ def autotune_configs(kernel) -> list:
 
 def plan_cases(spec: KernelSpec, *, quick: bool = False, device: str = "cpu", seed: int = 0,
                dtypes: Sequence[str] | None = None, layouts: Sequence[str] | None = None,
-               shapes: Sequence[Sequence[int]] | None = None, configs: Sequence[int] | None = None) -> list[Case]:
+               shapes: Sequence[Sequence[int]] | None = None, configs: Sequence[int] | None = None,
+               variants: Sequence[str] | None = None) -> list[Case]:
     """Every case to check. Autotuned kernels are checked in every config separately: each config runs on
     every shape (contiguous, first dtype); the other dtypes and layouts run in config 0 (on a GPU, in
     the tuner's own choice is config 0 too: the harness pins configs so results are reproducible)."""
@@ -38,12 +39,14 @@ def plan_cases(spec: KernelSpec, *, quick: bool = False, device: str = "cpu", se
         list(range(n_configs)) if n_configs else [None])
     cases: list[Case] = []
     first_config = config_list[0]
+    variant_list = list(variants) if variants else list(spec.variants)
     for shape in shape_list:
-        for dtype in dtype_list:
-            for layout in layout_list:
-                if not layout_applies(layout, len(shape)):
-                    continue
-                cases.append(Case(shape, dtype, layout, seed, device, first_config))
-        for config in config_list[1:]:
-            cases.append(Case(shape, dtype_list[0], "contiguous", seed, device, config))
+        for variant in variant_list:
+            for dtype in dtype_list:
+                for layout in layout_list:
+                    if not layout_applies(layout, len(shape)):
+                        continue
+                    cases.append(Case(shape, dtype, layout, seed, device, first_config, variant))
+            for config in config_list[1:]:
+                cases.append(Case(shape, dtype_list[0], "contiguous", seed, device, config, variant))
     return cases

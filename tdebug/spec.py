@@ -24,9 +24,12 @@ class Case:
     seed: int = 0
     device: str = "cpu"
     config: int | None = None  # index into an autotuned kernel's configs; None: the tuner's choice
+    variant: str = ""  # a kernel-specific code path, e.g. "causal" (KernelSpec.variants)
 
     def label(self) -> str:
         text = f"{'x'.join(map(str, self.shape))} {self.dtype} {self.layout}"
+        if self.variant:
+            text += f" {self.variant}"
         if self.config is not None:
             text += f" config#{self.config}"
         return text
@@ -55,6 +58,7 @@ class KernelSpec:
     dtypes: Sequence[str] = ("fp32", "fp16")
     gpu_dtypes: Sequence[str] = ("fp32", "fp16", "bf16")
     layouts: Sequence[str] = LAYOUTS
+    variants: Sequence[str] = ("",)  # code paths to cover, e.g. ("causal", "full"); make_inputs reads case.variant
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)  # dtype -> (rtol, atol)
     baseline: Callable[..., Any] | None = None  # the strong PyTorch op to benchmark against
     flops: Callable[[tuple[int, ...]], float] | None = None

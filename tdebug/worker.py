@@ -121,8 +121,9 @@ def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
         plan = job["plan"]
         shape = spec.normalize_shape(tuple(plan["shapes"][0])) if plan.get("shapes") else tuple(spec.default_shape)
         configs = plan.get("configs")
+        variants = plan.get("variants") or list(spec.variants)[:1]
         case = Case(shape, plan["dtypes"][0], plan["layouts"][0], plan["seed"], plan["device"],
-                    configs[0] if configs else (0 if autotune_configs(spec.kernel) else None))
+                    configs[0] if configs else (0 if autotune_configs(spec.kernel) else None), variants[0])
         cases = [case]
     else:
         cases = plan_cases(spec, **job["plan"])

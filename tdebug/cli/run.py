@@ -27,10 +27,11 @@ def gpu_available() -> bool:
               help="Autotuned kernels: run this config (index; default 0 under the interpreter).")
 @click.option("--break", "breaks", type=int, multiple=True, is_flag=False, flag_value=0,
               help="Stop in pdb++ at the kernel's first line, or at LINE of its file (repeatable).")
+@click.option("--variant", default=None, help="A kernel's code path, e.g. causal (see the file's SPEC.variants).")
 @click.option("--pid", default=None, help="With --break: only in this program, e.g. 1 or 1,0.")
 @click.option("--timeout", type=float, default=120.0, show_default=True,
               help="Seconds before a launch is declared hung (off while in the debugger).")
-def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, pid, timeout) -> None:
+def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout) -> None:
     """Run TARGET (a catalogue file, or any script: arguments after --) and report.
 
     A catalogue file is launched on inputs built from --shape/--dtype/--layout/--seed and checked
@@ -61,7 +62,8 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
                  "breaks": break_lines, "pid": list(wanted_pid) if wanted_pid else None}
     if kind == TargetKind.SPEC:
         job["plan"] = {"device": device, "seed": seed, "dtypes": [dtype], "layouts": [layout],
-                       "shapes": [shape] if shape else None, "configs": [config] if config is not None else None}
+                       "shapes": [shape] if shape else None, "configs": [config] if config is not None else None,
+                       "variants": [variant] if variant else None}
         job["single"] = True
     interactive = break_lines is not None
     result = run_job(job, mode="interpret" if mode == "interpret" else "debug",
