@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,12 +48,23 @@ class CaseResult:
 
 
 @dataclass
+class ChildLog:
+    """What one child process printed (capture=True) and how it ended; start: its first case's index."""
+
+    start: int
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+
+
+@dataclass
 class JobResult:
     kernel: str = ""
     labels: list[str] = field(default_factory=list)
     cases: list[CaseResult] = field(default_factory=list)
     lint: list[Finding] = field(default_factory=list)
     fatal: str = ""  # the child could not even plan (bad target file, import error)
+    logs: list[ChildLog] = field(default_factory=list)  # one per child, with capture=True
 
 
 def _signal_name(code: int) -> str:
@@ -76,9 +88,31 @@ def child_env(mode: str, extra: dict | None = None) -> dict:
     return env
 
 
+def _drain(stream, parts: list[str], echo) -> None:
+    """Read a child's pipe to the end (so a chatty child never blocks on a full pipe), optionally echoing."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    fd = stream.fileno()
+    while True:
+        chunk = os.read(fd, 65536)
+        text = decoder.decode(chunk, final=not chunk)
+        if text:
+            parts.append(text)
+            if echo is not None:
+                try:
+                    echo.write(text)
+                    echo.flush()
+                except (OSError, ValueError):
+                    pass
+        if not chunk:
+            break
+    stream.close()
+
+
 class _Child:
     def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
-                 wrapper: list[str] | None) -> None:
+                 wrapper: list[str] | None, tee: bool = False) -> None:
         self.job_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump(job, self.job_file)
         self.job_file.close()
@@ -95,6 +129,16 @@ class _Child:
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.reader, selectors.EVENT_READ)
         self.captured = ""
+        self.stdout = ""
+        self.stderr = ""
+        self._parts: tuple[list[str], list[str]] = ([], [])
+        self._threads: list[threading.Thread] = []
+        if capture:
+            for stream, parts, echo in ((self.proc.stdout, self._parts[0], sys.stdout),
+                                        (self.proc.stderr, self._parts[1], sys.stderr)):
+                thread = threading.Thread(target=_drain, args=(stream, parts, echo if tee else None), daemon=True)
+                thread.start()
+                self._threads.append(thread)
 
     def next_event(self, deadline: float | None) -> dict | None:
         """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
@@ -116,10 +160,11 @@ class _Child:
             self.proc.kill()
 
     def finish(self) -> int:
-        if self.proc.stdout is not None or self.proc.stderr is not None:
-            out, err = self.proc.communicate()
-            self.captured = (out or b"").decode(errors="replace") + (err or b"").decode(errors="replace")
         code = self.proc.wait()
+        for thread in self._threads:
+            thread.join(timeout=30)
+        self.stdout, self.stderr = "".join(self._parts[0]), "".join(self._parts[1])
+        self.captured = self.stdout + self.stderr
         self.reader.close()
         os.unlink(self.job_file.name)
         return code
@@ -144,18 +189,23 @@ def crash_hint(target: str, label: str, mode: str) -> str:
 
 def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
             capture: bool = False, on_event: Callable[[str, dict], None] | None = None,
-            env_extra: dict | None = None, wrapper: list[str] | None = None) -> JobResult:
+            env_extra: dict | None = None, wrapper: list[str] | None = None, tee: bool = False) -> JobResult:
     """Run a worker job to completion, restarting the child after a crash or hang.
 
     timeout: seconds allowed for one case (None: no limit, as when a person is in the debugger).
-    capture: keep the child's stdout/stderr (on CaseResult.stderr of the last case) instead of passing it through.
+    capture: keep the child's stdout/stderr (on CaseResult.stderr of the last case, and per child in
+    JobResult.logs) instead of passing it through; tee: capture and still show it as it comes.
+    A child that reports a case with context_lost (a CUDA error left its context unusable) exits; the
+    next child goes on from the case after it.
     """
+    capture = capture or tee
     result = JobResult()
     start = 0
     target = job.get("target", "")
     while True:
-        child = _Child({**job, "start": start}, mode, interactive, capture, env_extra, wrapper)
+        child = _Child({**job, "start": start}, mode, interactive, capture, env_extra, wrapper, tee)
         in_flight: int | None = None
+        context_lost: int | None = None
         started_at = 0.0
         done = False
         hung = False
@@ -182,6 +232,8 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 elif kind == "result":
                     result.cases.append(_case_from_event(ev))
                     in_flight = None
+                    if ev.get("context_lost"):
+                        context_lost = ev["index"]
                 elif kind == "done":
                     done = True
                 if on_event is not None:
@@ -190,8 +242,16 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
             code = child.finish()
         if result.cases and child.captured:
             result.cases[-1].stderr = child.captured
+        if capture:
+            result.logs.append(ChildLog(start, child.stdout, child.stderr, code))
         if done:
             return result
+        if context_lost is not None and in_flight is None and not hung:
+            # The worker left on purpose after a CUDA error (the context is unusable): go on after that case.
+            start = context_lost + 1
+            if start >= len(result.labels):
+                return result
+            continue
         # The child died or stalled.
         if in_flight is None:
             if not result.labels:

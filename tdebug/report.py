@@ -88,8 +88,7 @@ def render(f: Finding, context: bool = True) -> str:
     if f.kernel:
         facts.append(f"kernel {f.kernel}")
     if f.pids:
-        more = "" if f.count <= len(f.pids) else ", ..."
-        facts.append("program " + "; ".join(f"({_pid_text(p)})" for p in f.pids) + more)
+        facts.append(("program " if len(f.pids) == 1 else "programs ") + " ".join(f"({_pid_text(p)})" for p in f.pids))
     if f.tensor:
         t = f"tensor '{f.tensor}'"
         if f.tensor_shape:

@@ -69,7 +69,45 @@ def _float64(x):
     return x
 
 
-def run_case(spec, case: Case, sanitizer) -> dict:
+# --- GPU modes (issue 6): guard bands, case markers for compute-sanitizer logs, leaving after a CUDA error ---
+CASE_MARKER = "@@tdebug-case "  # printed to stdout before each case when TDEBUG_CASE_MARKERS=1
+
+
+def _poison_outputs() -> bool:
+    """False under compute-sanitizer's initcheck: poisoning would initialise the memory it must see unwritten."""
+    return os.environ.get("TDEBUG_NO_POISON") != "1"
+
+
+def cuda_context_lost(exc: BaseException) -> bool:
+    """A CUDA error (device-side assert, illegal address, launch failure) leaves the process's context unusable."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        text = f"{type(e).__name__}: {e}"
+        if "CUDA error" in text or "Triton Error [CUDA]" in text or type(e).__name__ == "AcceleratorError":
+            return "out of memory" not in text
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _case_marker(index: int) -> None:
+    if os.environ.get("TDEBUG_CASE_MARKERS") == "1":
+        print(f"{CASE_MARKER}{index}", flush=True)
+
+
+def _leave() -> None:
+    """Exit at once after a CUDA error: the harness starts a fresh child for the next case."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
+# --- end GPU modes ---
+
+
+def run_case(spec, case: Case, sanitizer, guard: bool = False) -> dict:
     import torch
 
     from .modes.interpret import STATE
@@ -78,11 +116,17 @@ def run_case(spec, case: Case, sanitizer) -> dict:
     STATE.launches.clear()
     started = time.perf_counter()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
+    guards = None
     try:
         inputs = spec.make_inputs(case)
+        if guard:  # GPU modes: guard bands around every tensor argument and allocation
+            from .detect.guard import GuardSession
+
+            guards = GuardSession()
+            inputs = guards.wrap_inputs(spec.launch, inputs)
         if sanitizer is not None:
             sanitizer.begin_case()
-        with poisoned_empty():
+        with poisoned_empty() if _poison_outputs() else _null(), guards.outputs() if guards else _null():
             out = spec.launch(*inputs)
         if case.device == "cuda":
             torch.cuda.synchronize()
@@ -93,12 +137,16 @@ def run_case(spec, case: Case, sanitizer) -> dict:
         result["findings"].append(finding.to_dict())
         result["status"] = finding.check if finding.check in ("assert", "overflow") else "error"
         result["error"] = finding.message
+        if case.device == "cuda" and cuda_context_lost(exc):
+            result["context_lost"] = True
         if sanitizer is not None:
             result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
         result["time"] = time.perf_counter() - started
         return result
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+    if guards is not None:
+        result["findings"] += [f.to_dict() for f in guards.check(out)]
     if os.environ.get("TRITON_INTERPRET") == "1" and not STATE.launches:
         result["findings"].append(Finding(check="no-kernel", message="the launcher ran no Triton kernel").to_dict())
     if STATE.launches:
@@ -113,8 +161,20 @@ def run_case(spec, case: Case, sanitizer) -> dict:
     return result
 
 
-def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
+def judged_spec(target, reference_from: str | None):
+    """The target's spec, judged by another file's reference and inputs when reference_from is given."""
     spec = target.spec
+    if not reference_from:
+        return spec
+    from dataclasses import replace
+
+    judge = load_target(reference_from).spec
+    return replace(spec, reference=judge.reference, make_inputs=judge.make_inputs,
+                   tolerances=judge.tolerances or spec.tolerances)
+
+
+def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
+    spec = judged_spec(target, job.get("reference_from"))
     if job.get("cases") is not None:
         cases = [Case(**{**c, "shape": tuple(c["shape"])}) for c in job["cases"]]
     elif job.get("single"):
@@ -137,7 +197,11 @@ def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
                      labels=[c.label() for c in cases], lint=lint)
     for index in range(job.get("start", 0), len(cases)):
         channel.send("start", index=index)
-        channel.send("result", index=index, **run_case(spec, cases[index], sanitizer))
+        _case_marker(index)
+        result = run_case(spec, cases[index], sanitizer, guard=bool(job.get("guard")))
+        channel.send("result", index=index, **result)
+        if result.get("context_lost"):
+            _leave()
 
 
 def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
@@ -163,6 +227,8 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         result["findings"].append(finding.to_dict())
         result["error"] = finding.message
         exit_code = 1
+        if cuda_context_lost(exc):
+            result["context_lost"] = True
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
     result["exit_code"] = exit_code
@@ -175,6 +241,8 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     else:
         result["status"] = "pass"
     channel.send("result", index=0, **result)
+    if result.get("context_lost"):
+        _leave()
 
 
 class _null:
@@ -192,6 +260,10 @@ def main(argv: list[str]) -> int:
         from .modes import interpret
 
         interpret.install()
+    elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
+        from .modes.interpret import _pin_autotune
+
+        _pin_autotune()
     sanitizer = None
     if job.get("sanitize") is not None:
         from .detect.session import SanitizerSession

@@ -1,9 +1,114 @@
-"""`tdebug check` (not yet built)."""
+"""`tdebug check`: fixed kernels against their float64 references on adversarial shapes, layouts, dtypes
+and every autotune config."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
 
 import click
 
+from ..catalogue import kernel_files
+from ..checking import check_file
+from ..harness import JobResult
+from ..report import render
+from .common import TargetKind, classify_target, fresh_seed, render_case
+
+
+def resolve_device(device: str) -> str:
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    has_gpu = torch.cuda.is_available()
+    if device == "cuda" and not has_gpu:
+        raise click.UsageError("--device cuda: no CUDA GPU is visible")
+    return "cuda" if has_gpu else "cpu"
+
+
+def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
+    return {
+        "target": str(path), "kernel": result.kernel, "seed": seed, "device": device, "fatal": result.fatal,
+        "lint": [f.to_dict() for f in result.lint],
+        "cases": [{"label": c.label, "status": c.status, "time": c.time, "error": c.error,
+                   "comparisons": c.comparisons, "findings": [f.to_dict() for f in c.findings],
+                   "launches": c.launches} for c in result.cases],
+    }
+
 
 @click.command("check")
-def command() -> None:
-    """Not yet built."""
-    raise click.ClickException("tdebug check is not built yet")
+@click.argument("targets", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--all", "all_", is_flag=True, help="Every kernel in kernels/.")
+@click.option("--device", type=click.Choice(["cpu", "cuda", "auto"]), default="cpu", show_default=True,
+              help="cpu: the interpreter; cuda: the GPU (guard bands on); auto: cuda when present.")
+@click.option("--quick", is_flag=True, help="Fewer shapes (the spec's quick_shapes).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Also write the results as JSON.")
+@click.option("--seed", type=int, default=None, help="Input seed (default: fresh, printed).")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per case before a hang.")
+@click.option("-v", "--verbose", is_flag=True, help="Details for passing cases too.")
+def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> None:
+    """Check catalogue kernels against their references: every shape x layout x dtype x autotune config.
+
+    Outputs are poisoned before each launch, so elements no program wrote are reported as unwritten,
+    apart from wrong values. Exit 0 when all pass, 1 on any failure.
+    """
+    files = [Path(t) for t in targets]
+    for f in files:
+        if classify_target(str(f)) != TargetKind.SPEC:
+            raise click.UsageError(f"{f} is not a catalogue file (no SPEC = tdebug.KernelSpec(...))")
+    if all_:
+        files += [f for f in kernel_files() if f not in files]
+    if not files:
+        raise click.UsageError("nothing to check: give catalogue files or --all")
+    device = resolve_device(device)
+    seed = fresh_seed() if seed is None else seed
+    click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
+               + (" (quick)" if quick else ""))
+    results: list[tuple[Path, JobResult]] = []
+    totals = {"pass": 0, "fail": 0}
+    started = time.perf_counter()
+    for path in files:
+        progress = {"n": 0, "total": 0}
+
+        def on_event(kind: str, ev: dict, progress=progress, path=path) -> None:
+            if kind == "plan":
+                progress["total"] = len(ev.get("labels", []))
+                click.echo(f"\n{ev.get('kernel')} ({path}): {progress['total']} cases")
+                for f in ev.get("lint", []):
+                    from ..report import Finding
+
+                    click.echo("  " + render(Finding.from_dict(f), context=False).replace("\n", "\n  "))
+            elif kind == "result":
+                progress["n"] += 1
+                if sys.stdout.isatty():
+                    click.echo(f"\r  [{progress['n']}/{progress['total']}]", nl=False)
+
+        result = check_file(path, quick=quick, device=device, seed=seed, timeout=timeout, on_event=on_event)
+        if sys.stdout.isatty():
+            click.echo("\r", nl=False)
+        if result.fatal:
+            click.echo(f"  ERROR {result.fatal}")
+            totals["fail"] += 1
+        for case in result.cases:
+            for line in render_case(case, verbose=verbose or not case.ok):
+                click.echo("  " + line)
+            totals["pass" if case.ok else "fail"] += 1
+        results.append((path, result))
+    elapsed = time.perf_counter() - started
+    lint_count = sum(len(r.lint) for _, r in results)
+    click.echo(f"\nsummary: {totals['pass']} passed, {totals['fail']} failed, {lint_count} lint warning(s) "
+               f"in {elapsed:.1f} s (seed {seed})")
+    for path, result in results:
+        bad = sum(not c.ok for c in result.cases) + bool(result.fatal)
+        click.echo(f"  {'FAIL' if bad else 'ok  '} {result.kernel or path.name}: "
+                   f"{len(result.cases) - bad + bool(result.fatal)}/{len(result.cases) or 1} cases")
+    if json_path:
+        payload = {"seed": seed, "device": device, "elapsed": elapsed,
+                   "files": [_result_json(p, r, seed, device) for p, r in results]}
+        Path(json_path).write_text(json.dumps(payload, indent=1, default=str))
+        click.echo(f"wrote {json_path}")
+    failed = totals["fail"] > 0 or lint_count > 0
+    raise SystemExit(1 if failed else 0)

@@ -1,0 +1,38 @@
+"""Interpreter detectors: the sanitizer (bounds, uninitialised reads, races, unwritten outputs, live
+device_assert and int32 overflow) and an adapter for triton-viz's symbolic sanitizer."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+from ..harness import JobResult, run_job
+from .session import CHECKS
+
+
+def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int | None = None,
+                 checks: list[str] | None = None, max_findings: int = 50, engine: str = "tdebug",
+                 argv: list[str] | None = None, single: bool = False, shape=None, dtype: str = "fp32",
+                 layout: str = "contiguous", config: int | None = None) -> dict:
+    """The worker job that sanitizes a catalogue file (its case matrix, or one case) or a script."""
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    job: dict = {"target": str(Path(path).resolve()), "kind": kind, "argv": list(argv or []),
+                 "sanitize": {"checks": list(checks or sorted(CHECKS)), "max_findings": max_findings},
+                 "engine": engine}
+    if kind == "spec":
+        if single:
+            job["single"] = True
+            job["plan"] = {"device": "cpu", "seed": seed, "dtypes": [dtype], "layouts": [layout],
+                           "shapes": [shape] if shape else None, "configs": [config] if config is not None else None}
+        else:
+            job["plan"] = {"quick": quick, "device": "cpu", "seed": seed}
+    return job
+
+
+def sanitize_file(path: str | Path, *, quick: bool = True, timeout: float = 120.0, engine: str = "tdebug",
+                  seed: int | None = None, checks: list[str] | None = None, kind: str = "spec",
+                  on_event: Callable[[str, dict], None] | None = None, **job_options) -> JobResult:
+    """Run a catalogue file's cases (or a script) under the interpreter sanitizer."""
+    job = sanitize_job(path, kind, quick=quick, seed=seed, checks=checks, engine=engine, **job_options)
+    return run_job(job, mode="interpret", timeout=timeout, on_event=on_event)
