@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..poison import ALLOCATIONS, poison_mask
+from ..poison import poison_mask
 from ..report import Finding
 
 MAX_EXAMPLES = 4
@@ -33,6 +33,7 @@ class ArgView:
     storage_ptr: int
     storage_bytes: int
     elsize: int
+    was_empty: bool = False  # allocated by torch.empty (poisoned): may hold never-written elements
     _member: np.ndarray | None = None
 
     @property
@@ -89,7 +90,7 @@ class Shadow:
     def create(cls, views: list[ArgView]) -> Shadow:
         first = views[0]
         n = first.storage_bytes // first.elsize
-        if ALLOCATIONS.was_empty(first.storage_ptr):
+        if first.was_empty:
             flat = torch.empty(0, dtype=first.tensor.dtype).set_(first.tensor.untyped_storage())
             init = ~poison_mask(flat).numpy()
         else:
@@ -278,7 +279,8 @@ class LaunchChecker:
                 ww = ((w >= 0) & (w != linear_pid)) | ((a >= 0) & (a != linear_pid))
                 wr = ((r >= 0) & (r != linear_pid)) | (s.multi_reader[elems] & (r >= 0))
                 for mask, what in ((ww, "stores to tensor '{}' elements that another program also writes "
-                                         "in the same launch, without atomics (write/write race)"),
+                                         "in the same launch, without atomics (write/write race; on a 2-D "
+                                         "tile, often a missing column mask spilling into the next row)"),
                                    (wr & ~ww, "stores to tensor '{}' elements that another program reads "
                                               "in the same launch (read/write race)")):
                     if mask.any():
@@ -310,7 +312,7 @@ def unwritten_findings(kernel: str, views: list[ArgView], where: tuple[str, int]
     no program wrote them (a grid too small, a block skipped)."""
     findings = []
     for v in views:
-        if not ALLOCATIONS.was_empty(v.storage_ptr) or v.tensor.numel() == 0:
+        if not v.was_empty or v.tensor.numel() == 0:
             continue
         mask = poison_mask(v.tensor)
         n = int(mask.sum())

@@ -16,6 +16,7 @@ import inspect
 import numpy as np
 
 from ..modes.interpret import user_frame
+from ..poison import ALLOCATIONS
 from ..report import Finding, merge
 from .memory import ArgView, LaunchChecker, unwritten_findings
 
@@ -134,7 +135,8 @@ class SanitizerSession:
             t = getattr(value, "base", value)  # TensorWrapper
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
-                views.append(ArgView(name, t, storage.data_ptr(), storage.nbytes(), t.element_size()))
+                views.append(ArgView(name, t, storage.data_ptr(), storage.nbytes(), t.element_size(),
+                                     was_empty=ALLOCATIONS.was_empty(storage.data_ptr())))
         kernel = getattr(fn, "__name__", "kernel")
         try:
             where = (inspect.getsourcefile(fn) or "", fn.__code__.co_firstlineno)
