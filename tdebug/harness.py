@@ -64,6 +64,7 @@ class JobResult:
     cases: list[CaseResult] = field(default_factory=list)
     lint: list[Finding] = field(default_factory=list)
     fatal: str = ""  # the child could not even plan (bad target file, import error)
+    fatal_usage: bool = False  # ... because of what the user asked (a shape of the wrong rank): exit 2
     logs: list[ChildLog] = field(default_factory=list)  # one per child, with capture=True
 
 
@@ -178,13 +179,15 @@ def _case_from_event(ev: dict) -> CaseResult:
         launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"))
 
 
-def crash_hint(target: str, label: str, mode: str) -> str:
+def crash_hint(target: str, label: str, mode: str, argv: list[str] | None = None) -> str:
     shape = label.split(" ")[0] if label and label[0].isdigit() else ""
-    shape_arg = f" --shape {shape}" if shape else ""
+    args = f" --shape {shape}" if shape else ""
+    if argv:
+        args += " -- " + " ".join(argv)
     if mode == "interpret":
-        return ("a segfault in the interpreter is almost always an out-of-bounds store or load (a missing "
-                f"mask on a ragged edge); try: tdebug sanitize {target}{shape_arg}")
-    return f"the process died on the GPU; try: tdebug sanitize {target}{shape_arg} --tool memcheck"
+        return ("a crash in the interpreter is almost always an out-of-bounds store or load (a missing "
+                f"mask on a ragged edge); next: tdebug sanitize {target}{args}")
+    return f"the process died on the GPU; next: tdebug sanitize {target}{args} --tool memcheck"
 
 
 def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
@@ -236,6 +239,8 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                         context_lost = ev["index"]
                 elif kind == "done":
                     done = True
+                elif kind == "fatal":
+                    result.fatal, result.fatal_usage = ev["message"], ev.get("usage", False)
                 if on_event is not None:
                     on_event(kind, ev)
         finally:
@@ -244,7 +249,18 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
             result.cases[-1].stderr = child.captured
         if capture:
             result.logs.append(ChildLog(start, child.stdout, child.stderr, code))
+        if (done and code >= 0) or result.fatal:
+            return result
         if done:
+            # Everything was reported, then the process died (heap corruption found at exit, say).
+            what = _signal_name(code)
+            last = result.cases[-1] if result.cases else None
+            message = f"the process died after the launch ({what}): memory was corrupted; " + crash_hint(
+                target, last.label if last else "", mode, job.get("argv"))
+            if last is not None:
+                last.status, last.error = "crash", message
+                last.findings.append(Finding(check="crash", message=message))
+                last.exit_code = code
             return result
         if context_lost is not None and in_flight is None and not hung:
             # The worker left on purpose after a CUDA error (the context is unusable): go on after that case.
@@ -261,14 +277,14 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 return result
             if start + len(result.cases) >= len(result.labels):
                 return result
-            in_flight = len(result.cases) + 0
+            in_flight = result.cases[-1].index + 1 if result.cases else start
         label = result.labels[in_flight] if in_flight < len(result.labels) else target
         if hung:
             status, message = "hang", f"no result after {timeout:.0f} s: the kernel hangs (or is very slow); " \
                                       "an infinite loop on a data-dependent bound, or raise --timeout"
         else:
             what = _signal_name(code) if code < 0 else f"exit code {code}"
-            status, message = "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode)}"
+            status, message = "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode, job.get('argv'))}"
         case = CaseResult(index=in_flight, label=label, status=status, error=message,
                           findings=[Finding(check=status, message=message)], exit_code=code,
                           stderr=child.captured)

@@ -79,8 +79,7 @@ def _pid_text(p: tuple[int, ...]) -> str:
 
 
 def render(f: Finding, context: bool = True) -> str:
-    where = f"{f.file}:{f.line}" if f.file else "(no source line)"
-    head = f"{where}: {f.check}: {f.message}"
+    head = f"{f.file}:{f.line}: {f.check}: {f.message}" if f.file else f"{f.check}: {f.message}"
     lines = [head]
     if context:
         lines += source_context(f.file, f.line)

@@ -66,10 +66,14 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
                        "variants": [variant] if variant else None}
         job["single"] = True
     interactive = break_lines is not None
-    result = run_job(job, mode="interpret" if mode == "interpret" else "debug",
-                     timeout=None if interactive else timeout, interactive=interactive)
+    if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
+        from ..modes.gpu_debug import run_debug
+
+        result = run_debug(job, timeout=timeout)
+    else:
+        result = run_job(job, mode="interpret", timeout=None if interactive else timeout, interactive=interactive)
     if result.fatal:
-        raise click.ClickException(result.fatal)
+        raise (click.UsageError if result.fatal_usage else click.ClickException)(result.fatal)
     if kind == TargetKind.SPEC:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
     failed = False
@@ -82,5 +86,5 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     if kind == TargetKind.SCRIPT and result.cases:
         code = result.cases[0].exit_code
         if failed or code:
-            raise SystemExit(code or 1)
+            raise SystemExit(code if code and 0 < code < 128 else 1)
     raise SystemExit(1 if failed else 0)

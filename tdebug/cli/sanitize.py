@@ -137,7 +137,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             result = run_job(job, mode="interpret", timeout=timeout)
         elapsed = time.perf_counter() - started
         if result.fatal:
-            raise click.ClickException(f"{path}: {result.fatal}")
+            raise (click.UsageError if result.fatal_usage else click.ClickException)(f"{path}: {result.fatal}")
         counts = _findings_summary(result)
         found = bool(counts) or any(c.status != "pass" for c in result.cases)
         any_found |= found

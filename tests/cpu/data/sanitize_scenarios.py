@@ -107,6 +107,22 @@ def overflow_kernel(x_ptr, out_ptr, row_stride, BLOCK: tl.constexpr):
     tl.store(out_ptr + pid * BLOCK + offs, tl.load(x_ptr + offs) + start.to(tl.float32))
 
 
+@triton.jit
+def transpose_kernel(x_ptr, out_ptr, R, C, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    tile = tl.load(x_ptr + rows[:, None] * C + cols[None, :])  # no mask on a ragged edge
+    tl.store(out_ptr + cols[None, :] * R + rows[:, None], tile)
+
+
+@triton.jit
+def spin_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(0, n):  # n is huge: this never finishes
+        acc += tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(x_ptr + tl.arange(0, BLOCK), acc)
+
+
 def _autotune_configs():
     return [triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 128) for w in (2, 4)]
 
@@ -179,6 +195,12 @@ def main(name: str) -> None:
         out = torch.empty(1000)
         autotuned_scale_kernel[lambda META: (triton.cdiv(1000, META["BLOCK"]),)](x, out, 1000)
         assert torch.allclose(out, 3 * x)
+    elif name == "transpose_unmasked":
+        x = torch.randn(100, 70)
+        out = torch.empty(70, 100)
+        transpose_kernel[(triton.cdiv(100, 64), triton.cdiv(70, 64))](x, out, 100, 70, BLOCK=64)
+    elif name == "hang":
+        spin_kernel[(1,)](torch.randn(16), 10**12, BLOCK=16)
     else:
         raise SystemExit(f"unknown scenario {name}")
 
