@@ -284,7 +284,8 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                                       "an infinite loop on a data-dependent bound, or raise --timeout"
         else:
             what = _signal_name(code) if code < 0 else f"exit code {code}"
-            status, message = "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode, job.get('argv'))}"
+            hint = crash_hint(target, label, mode, job.get("argv"))
+            status, message = "crash", f"the launch crashed the process ({what}); {hint}"
         case = CaseResult(index=in_flight, label=label, status=status, error=message,
                           findings=[Finding(check=status, message=message)], exit_code=code,
                           stderr=child.captured)

@@ -118,7 +118,7 @@ def transpose_kernel(x_ptr, out_ptr, R, C, BLOCK: tl.constexpr):
 @triton.jit
 def spin_kernel(x_ptr, n, BLOCK: tl.constexpr):
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for i in range(0, n):  # n is huge: this never finishes
+    for _ in range(0, n):  # n is huge: this never finishes
         acc += tl.load(x_ptr + tl.arange(0, BLOCK))
     tl.store(x_ptr + tl.arange(0, BLOCK), acc)
 
