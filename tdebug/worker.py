@@ -147,10 +147,15 @@ def run_case(spec, case: Case, sanitizer, guard: bool = False) -> dict:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
     if guards is not None:
         result["findings"] += [f.to_dict() for f in guards.check(out)]
-    if os.environ.get("TRITON_INTERPRET") == "1" and not STATE.launches:
+    traced_elsewhere = not getattr(sanitizer, "computes_outputs", True)  # triton-viz runs its own launch path
+    if os.environ.get("TRITON_INTERPRET") == "1" and not STATE.launches and not traced_elsewhere:
         result["findings"].append(Finding(check="no-kernel", message="the launcher ran no Triton kernel").to_dict())
     if STATE.launches:
         result["launches"] = [r.__dict__ for r in STATE.launches]
+    if not getattr(sanitizer, "computes_outputs", True):
+        result["status"] = "fail" if result["findings"] else "pass"  # outputs are not computed: no comparison
+        result["time"] = time.perf_counter() - started
+        return result
     ref = spec.reference(*[_float64(x) for x in inputs])
     tol = spec.tolerances.get(case.dtype) or TOLERANCES.get(case.dtype)
     comps = compare_outputs(out, ref, tol)
@@ -173,8 +178,13 @@ def judged_spec(target, reference_from: str | None):
                    tolerances=judge.tolerances or spec.tolerances)
 
 
-def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
-    spec = judged_spec(target, job.get("reference_from"))
+class PlanError(ValueError):
+    """The request does not fit the target (a shape of the wrong rank, a config that does not exist)."""
+
+
+def plan_job_cases(job: dict, spec) -> list[Case]:
+    """The cases a job asks for: explicit, a single one (tdebug run), or the planned matrix."""
+    n_configs = len(autotune_configs(spec.kernel))
     if job.get("cases") is not None:
         cases = [Case(**{**c, "shape": tuple(c["shape"])}) for c in job["cases"]]
     elif job.get("single"):
@@ -187,6 +197,22 @@ def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
         cases = [case]
     else:
         cases = plan_cases(spec, **job["plan"])
+    for c in cases:
+        if c.config is not None and not 0 <= c.config < n_configs:
+            raise PlanError(f"--config {c.config}: {spec.name} has {n_configs} autotune configs (0..{n_configs - 1})"
+                            if n_configs else f"--config: {spec.name} is not autotuned")
+        if c.variant not in spec.variants:
+            raise PlanError(f"--variant {c.variant!r}: {spec.name} has variants "
+                            + ", ".join(repr(v) for v in spec.variants))
+    return cases
+
+
+def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
+    spec = judged_spec(target, job.get("reference_from"))
+    try:
+        cases = plan_job_cases(job, spec)
+    except ValueError as e:
+        raise PlanError(str(e)) from None
     if job.get("start", 0) == 0:
         lint = []
         if job.get("lint"):
@@ -261,20 +287,28 @@ def main(argv: list[str]) -> int:
 
         interpret.install()
     elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
-        from .modes.interpret import _pin_autotune
+        from .modes.gpu_debug import pin_autotune_gpu
 
-        _pin_autotune()
+        pin_autotune_gpu()
     sanitizer = None
     if job.get("sanitize") is not None:
-        from .detect.session import SanitizerSession
-
-        sanitizer = SanitizerSession(**job["sanitize"])
+        if job.get("engine") == "symbolic":
+            from .detect.symbolic import SymbolicSession as Session
+        else:
+            from .detect.session import SanitizerSession as Session
+        sanitizer = Session(**job["sanitize"])
         sanitizer.install()
     debugger = None
     try:
         target = None
         if job["kind"] == "spec":
-            target = load_target(job["target"])
+            try:
+                target = load_target(job["target"])
+            except Exception as exc:  # noqa: BLE001 - a broken user file is reported, not a traceback
+                finding = exception_finding(exc)
+                where = f" ({finding.file}:{finding.line})" if finding.file else ""
+                channel.send("fatal", message=f"cannot import {job['target']}: {finding.message}{where}", usage=False)
+                return 1
         if job.get("breaks") is not None:
             from .modes import breakpoints
 
@@ -282,7 +316,11 @@ def main(argv: list[str]) -> int:
             pid = tuple(job["pid"]) if job.get("pid") is not None else None
             debugger = breakpoints.start(points, pid)
         if job["kind"] == "spec":
-            run_spec_job(job, channel, target, sanitizer)
+            try:
+                run_spec_job(job, channel, target, sanitizer)
+            except PlanError as e:
+                channel.send("fatal", message=str(e), usage=True)
+                return 2
         else:
             run_script_job(job, channel, sanitizer)
     finally:
