@@ -1,0 +1,93 @@
+"""Benchmark: the interpreter sanitizer's cost against plain TRITON_INTERPRET=1 on the same launches.
+
+Workloads (issue 5): matmul 512x512x512 fp32 with 32x32 tiles; softmax 4096x1000 fp32. Each is run
+`--repeats` times under each mode, alternating, in fresh worker processes; the time is the case's own
+(inputs, launch, reference check; not Python start-up). Writes results/sanitize-overhead.{json,md}.
+
+Usage: .venv/bin/python scripts/bench_sanitize.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tdebug.cases import autotune_configs  # noqa: E402
+from tdebug.detect import CHECKS  # noqa: E402
+from tdebug.harness import run_job  # noqa: E402
+from tdebug.spec import load_target  # noqa: E402
+
+
+def tile_config(path: Path, bm: int, bn: int) -> int:
+    spec = load_target(path).spec
+    for i, c in enumerate(autotune_configs(spec.kernel)):
+        if c.kwargs.get("BLOCK_M") == bm and c.kwargs.get("BLOCK_N") == bn:
+            return i
+    raise SystemExit(f"{path} has no {bm}x{bn} config")
+
+
+def time_case(path: Path, case: dict, sanitize: bool) -> float:
+    job = {"target": str(path), "kind": "spec", "cases": [case]}
+    if sanitize:
+        job["sanitize"] = {"checks": sorted(CHECKS), "max_findings": 50}
+    result = run_job(job, mode="interpret", timeout=1800)
+    (c,) = result.cases
+    if c.status != "pass":
+        raise SystemExit(f"{path} {case}: {c.status} {c.error} {[f.message for f in c.findings]}")
+    return c.time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    matmul = ROOT / "kernels" / "matmul.py"
+    softmax = ROOT / "kernels" / "softmax.py"
+    workloads = [
+        ("matmul 512x512x512 fp32, 32x32 tiles", matmul,
+         {"shape": [512, 512, 512], "dtype": "fp32", "layout": "contiguous", "seed": 1, "device": "cpu",
+          "config": tile_config(matmul, 32, 32), "variant": ""}),
+        ("softmax 4096x1000 fp32", softmax,
+         {"shape": [4096, 1000], "dtype": "fp32", "layout": "contiguous", "seed": 1, "device": "cpu",
+          "config": None, "variant": ""}),
+    ]
+    rows = []
+    for name, path, case in workloads:
+        plain, sanitized = [], []
+        for _ in range(args.repeats):
+            plain.append(time_case(path, case, False))
+            sanitized.append(time_case(path, case, True))
+        ratios = [s / p for s, p in zip(sanitized, plain)]
+        row = {"workload": name, "plain_s": plain, "sanitize_s": sanitized,
+               "plain_median_s": statistics.median(plain), "sanitize_median_s": statistics.median(sanitized),
+               "ratio_median": statistics.median(sanitized) / statistics.median(plain),
+               "ratio_min": min(ratios), "ratio_max": max(ratios)}
+        rows.append(row)
+        print(f"{name}: plain {row['plain_median_s']:.2f} s, sanitize {row['sanitize_median_s']:.2f} s, "
+              f"ratio {row['ratio_median']:.2f}x (range {row['ratio_min']:.2f}-{row['ratio_max']:.2f})", flush=True)
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.machine(),
+            "cpus": __import__("os").cpu_count(), "python": platform.python_version(), "repeats": args.repeats,
+            "target": "sanitize <= 1.5x plain TRITON_INTERPRET=1"}
+    out = ROOT / "results"
+    out.mkdir(exist_ok=True)
+    (out / "sanitize-overhead.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    lines = ["# Interpreter sanitizer overhead", "",
+             f"{meta['date']}, {meta['cpus']} CPUs, Python {meta['python']}, {args.repeats} runs each "
+             "(alternating plain / sanitize, fresh processes). Target: sanitize <= 1.5x plain.", "",
+             "| workload | plain (median s) | sanitize (median s) | ratio | ratio range |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['workload']} | {r['plain_median_s']:.2f} | {r['sanitize_median_s']:.2f} | "
+                     f"{r['ratio_median']:.2f}x | {r['ratio_min']:.2f}-{r['ratio_max']:.2f} |")
+    (out / "sanitize-overhead.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
