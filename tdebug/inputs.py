@@ -45,7 +45,7 @@ def _base_and_view(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, ...]
         return (n + OFFSET,), lambda b: b[OFFSET:].view(shape)
     if layout == "sliced":
         if len(shape) == 1:
-            return (2 * shape[0] + 1,), lambda b: b[::2]
+            return (2 * shape[0] + 1,), lambda b: b[: 2 * shape[0] : 2]
         wide = shape[:-1] + (2 * shape[-1] + 3,)
         return wide, lambda b: b[..., : shape[-1]]
     if layout == "transposed":

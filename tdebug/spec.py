@@ -95,6 +95,7 @@ class Bug:
     layout: str = "contiguous"
     dtype: str = "fp32"
     gpu_only: bool = False
+    config: int | None = None  # the autotune config (index) that shows it; None: every config
 
 
 @dataclass

@@ -271,6 +271,16 @@ class LaunchChecker:
             return
         # store or atomic
         s.stored = True
+        if kind != "store" and "uninit" in checks:
+            # An atomic reads the old value before it writes: on torch.empty memory it adds to garbage.
+            cold = ~s.init[elems]
+            if cold.any():
+                ex = elems[cold]
+                view = s.view_of(int(ex[0]))
+                issue = self._issue("uninit", f"atomic read-modify-write of tensor '{view.name}' memory that "
+                                    "nothing has written (allocated with torch.empty): it combines with garbage",
+                                    where, view, None)
+                issue.add(int(cold.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
         if "race" in checks:
             if kind == "store":
                 w = s.writer[elems]
