@@ -86,7 +86,7 @@ def test_a_file_with_no_spec_and_nothing_to_run(tmp_path):
 
 def test_breakpoint_stops_at_the_line_in_the_requested_program_only():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    commands = "p pid\np offsets[:3]\nc\n"
+    commands = "p pid\np offsets.handle.data[:3]\nc\n"
     proc = subprocess.run(
         [sys.executable, "-m", "tdebug", "run", "kernels/add.py", "--shape", "1000", "--break", "22",
          "--pid", "2"], cwd=ROOT, input=commands, capture_output=True, text=True, env=env, timeout=120)
@@ -103,7 +103,7 @@ def test_break_with_no_line_stops_at_the_kernels_first_line():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-m", "tdebug", "run", "kernels/add.py", "--shape", "300", "--break", "--pid", "1"],
-        cwd=ROOT, input="p pid\nc\n", capture_output=True, text=True, env=env, timeout=120)
+        cwd=ROOT, input="n\np pid\nc\n", capture_output=True, text=True, env=env, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "breakpoint at add.py:19 (add_kernel)" in out
