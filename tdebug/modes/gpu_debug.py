@@ -1,0 +1,144 @@
+"""`tdebug run --mode debug`: the GPU with TRITON_DEBUG=1, device-side asserts turned into findings.
+
+TRITON_DEBUG=1 is read once at `import triton`, so the harness sets it in the child's environment
+(MODE_ENV["debug"]). It makes tl.device_assert live and adds int32 overflow checks. A failing assert
+prints one line per failing thread on the child's stderr, e.g.
+
+    /path/kernel.py:20: unknown: block: [2,0,0], thread: [34,0,0] Assertion `x too big` failed.
+
+and the launch raises "CUDA error: device-side assert triggered", after which the CUDA context is
+unusable: the worker reports the case and exits, the harness starts a fresh child for the next case.
+Here the child's output is shown as it comes (tee) and parsed afterwards into Finding(check="assert"
+or "overflow") with the message, source line, kernel, blocks and threads.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from collections.abc import Callable
+
+from ..harness import CaseResult, JobResult, run_job
+from ..report import Finding
+
+ASSERT_RE = re.compile(
+    r"(?P<file>[^\s:][^:\n]*?):(?P<line>\d+): (?P<func>[^:\n]*): block: \[(?P<block>[\d, ]+)\], "
+    r"thread: \[(?P<thread>[\d, ]+)\] Assertion [`'\"]?(?P<msg>.*?)[`'\"]? failed\.?[ \t]*$",
+    re.MULTILINE)
+DEF_RE = re.compile(r"^\s*def\s+(\w+)\s*\(")
+MAX_EXAMPLES = 4
+
+
+def _triple(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+
+
+def kernel_at(file: str, line: int, look_back: int = 400) -> str:
+    """The name of the function whose body holds file:line (the nearest `def` above it), or ''."""
+    for n in range(line, max(0, line - look_back), -1):
+        m = DEF_RE.match(linecache.getline(file, n))
+        if m:
+            return m.group(1)
+    return ""
+
+
+def parse_asserts(text: str) -> list[Finding]:
+    """Device-assert lines of a child's output as findings, one per (file, line, message)."""
+    groups: dict[tuple[str, int, str], dict] = {}
+    for m in ASSERT_RE.finditer(text):
+        key = (m.group("file"), int(m.group("line")), m.group("msg"))
+        g = groups.setdefault(key, {"blocks": [], "threads": [], "count": 0, "func": m.group("func")})
+        g["count"] += 1
+        block, thread = _triple(m.group("block")), _triple(m.group("thread"))
+        if block not in g["blocks"]:
+            g["blocks"].append(block)
+        if len(g["threads"]) < MAX_EXAMPLES:
+            g["threads"].append({"block": list(block), "thread": list(thread)})
+    findings = []
+    for (file, line, msg), g in groups.items():
+        overflow = "overflow" in msg
+        first = g["threads"][0]
+        where = f"block {first['block']}, thread {first['thread']}"
+        if g["count"] > 1:
+            where += f"; {g['count']} failing threads in {len(g['blocks'])} block(s)"
+        what = "int32 overflow check failed" if overflow else "device_assert failed"
+        kernel = g["func"] if g["func"] not in ("", "unknown") else kernel_at(file, line)
+        findings.append(Finding(
+            check="overflow" if overflow else "assert", message=f"{what}: {msg} ({where})", kernel=kernel,
+            file=file, line=line, pids=g["blocks"][:MAX_EXAMPLES], count=g["count"], source="triton-debug",
+            extra={"thread": first["thread"], "threads": g["threads"], "blocks": len(g["blocks"])}))
+    return findings
+
+
+def _is_cuda_error(f: Finding) -> bool:
+    return f.check == "exception" and ("CUDA error" in f.message or "AcceleratorError" in f.message)
+
+
+def attach_asserts(result: JobResult) -> JobResult:
+    """Move the assert lines each child printed onto the case it died in (its last case)."""
+    for i, log in enumerate(result.logs):
+        end = result.logs[i + 1].start if i + 1 < len(result.logs) else None
+        mine: list[CaseResult] = [c for c in result.cases if c.index >= log.start and (end is None or c.index < end)]
+        findings = parse_asserts(log.stderr + "\n" + log.stdout)
+        if not findings or not mine:
+            continue
+        case = mine[-1]
+        case.findings = [f for f in case.findings if not _is_cuda_error(f)] + findings
+        case.status = "overflow" if all(f.check == "overflow" for f in findings) else "assert"
+        case.error = findings[0].message
+    return result
+
+
+def pin_autotune_gpu() -> None:
+    """@triton.autotune kernels run the case's config (tdebug.modes.interpret.STATE.config_index, default 0)
+    instead of benchmarking every config, which under compute-sanitizer would multiply its slowness. A config
+    that does not fit the GPU (OutOfResources: shared memory, registers) is skipped for the next one that fits,
+    as the autotuner would skip it; which config ran is recorded and the skip is said on stderr."""
+    import sys
+
+    from triton.runtime import autotuner
+    from triton.runtime.errors import OutOfResources
+
+    from .interpret import STATE, LaunchRecord, config_text
+
+    def run(self, *args, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        want = STATE.config_index or 0
+        if want >= len(self.configs):
+            raise IndexError(f"config {want} requested but {self.base_fn.__name__} has "
+                             f"{len(self.configs)} autotune configs (0..{len(self.configs) - 1})")
+        if len(self.configs) > 1:
+            self.prune_configs(kwargs)  # runs the user's early_config_prune: a bad signature fails here
+        order = [want] + [i for i in range(len(self.configs)) if i != want]
+        try:
+            for n, index in enumerate(order):
+                config = self.configs[index]
+                if config.pre_hook is not None:
+                    config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+                try:
+                    out = self.fn.run(*args, **kwargs, **config.all_kwargs())
+                except OutOfResources as e:
+                    if n + 1 == len(order):
+                        raise
+                    print(f"tdebug: {self.base_fn.__name__} config #{index} ({config_text(config)}) does not fit "
+                          f"this GPU ({e}); running the next config that fits", file=sys.stderr)
+                    continue
+                self.best_config = config
+                STATE.launches.append(LaunchRecord(self.base_fn.__name__, (), config_text(config), index))
+                return out
+        finally:
+            self.nargs = None
+
+    autotuner.Autotuner.run = run
+
+
+def run_debug(job: dict, timeout: float | None = 120.0, tee: bool = True,
+              on_event: Callable[[str, dict], None] | None = None) -> JobResult:
+    """Run a worker job on the GPU with TRITON_DEBUG=1 and turn device-side asserts into findings.
+
+    The child's stdout/stderr are shown as they come (tee) and kept for parsing. Autotuned catalogue
+    kernels run the case's config (no benchmarking).
+    """
+    job = {**job, "pin_autotune": True, "sanitize": None, "breaks": None}
+    result = run_job(job, mode="debug", timeout=timeout, tee=tee, capture=True, on_event=on_event)
+    return attach_asserts(result)
