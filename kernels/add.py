@@ -24,15 +24,21 @@ def add_kernel(x_ptr, y_ptr, out_ptr,
     tl.store(out_ptr + offsets * stride_out, x + y, mask=mask)
 
 
-def add(x: torch.Tensor, y: torch.Tensor, BLOCK_SIZE: int = 256) -> torch.Tensor:
+def add(x: torch.Tensor, y: torch.Tensor, BLOCK_SIZE: int | None = None) -> torch.Tensor:
     if x.dim() != 1 or x.shape != y.shape:
         raise ValueError(f"add takes two 1-D tensors of one length, got {tuple(x.shape)} and {tuple(y.shape)}")
     if x.dtype != y.dtype or x.device != y.device:
         raise ValueError("add: inputs must share dtype and device")
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
     n = x.numel()
+    # Large vectors: wide blocks and 8 warps keep enough bytes in flight to saturate HBM;
+    # small ones: 256, so ragged sizes still make several programs.
+    if BLOCK_SIZE is None:
+        BLOCK_SIZE = 4096 if n >= 1 << 20 else 256
+    num_warps = 8 if BLOCK_SIZE >= 2048 else 4
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)
-    add_kernel[grid](x, y, out, n, x.stride(0), y.stride(0), out.stride(0), BLOCK_SIZE=BLOCK_SIZE)
+    add_kernel[grid](x, y, out, n, x.stride(0), y.stride(0), out.stride(0), BLOCK_SIZE=BLOCK_SIZE,
+                     num_warps=num_warps)
     return out
 
 
