@@ -1,9 +1,213 @@
-"""`tdebug viz` (not yet built)."""
+"""`tdebug viz [TARGET]`: heatmaps of which program loaded and stored which element of each tensor."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from ..modes.breakpoints import BreakpointError, parse_pid
+from ..shapes import SHAPE
+from ..spec import LAYOUTS
+from .common import TargetKind, classify_target
+
+if TYPE_CHECKING:
+    from ..viz.runner import TraceResult
+
+MARKER = ".tdebug-viz"  # in an output directory tdebug viz made: its old pictures may be replaced
+
 
 @click.command("viz")
-def command() -> None:
-    """Not yet built."""
-    raise click.ClickException("tdebug viz is not built yet")
+@click.argument("target", required=False, type=click.Path(dir_okay=False))
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--shape", type=SHAPE, default=None,
+              help="e.g. 129x127 (a catalogue file's; a 2-D shape on a matmul is M x N with a default K).")
+@click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
+@click.option("--layout", type=click.Choice(LAYOUTS), default="contiguous", show_default=True,
+              help="Memory layout of the inputs.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Input seed.")
+@click.option("--config", type=int, default=None,
+              help="Autotuned kernels: this config (default: the one with the smallest tiles).")
+@click.option("--variant", default=None, help="A kernel's code path (see the file's SPEC.variants).")
+@click.option("--pid", default=None, help="Only this program, e.g. 3 or 1,0.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="tdebug-out/viz", show_default=True,
+              help="Directory for the PNGs and the HTML page.")
+@click.option("--serve", is_flag=True,
+              help="Then open triton-viz's own interactive visualizer for the launch on 127.0.0.1.")
+@click.option("--port", type=click.IntRange(1, 65535), default=5001, show_default=True, help="Port for --serve.")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed for tracing.")
+def command(target, script_args, shape, dtype, layout, seed, config, variant, pid, out_dir, serve, port,
+            timeout) -> None:
+    """Draw, for each tensor argument of each launch of TARGET, who touched which element.
+
+    \b
+    Per tensor: loads and stores per element, the program that touched it, and what is wrong:
+    out-of-bounds accesses (in red, in a margin around the tensor), masked-off lanes, output
+    elements no program wrote, elements written by more than one program. One PNG per tensor and
+    one self-contained HTML page (hover for details). TARGET is a catalogue file or any script
+    (arguments after --); without TARGET, the exercise last started with `tdebug bugs start`,
+    else kernels/matmul.py. Example: tdebug viz kernels/matmul.py --shape 129x127
+    """
+    from ..viz.target import default_target
+
+    if target is None:
+        chosen = default_target()
+        click.echo(f"tdebug viz: {chosen.why}", err=True)
+        target = str(chosen.path)
+    kind = classify_target(target)
+    if dtype == "bf16":
+        raise click.UsageError("bf16 gives wrong results in Triton 3.6's CPU interpreter: use fp32 or fp16")
+    if timeout <= 0:
+        raise click.BadParameter("must be positive", param_hint="--timeout")
+    try:
+        wanted = parse_pid(pid)
+    except BreakpointError as e:
+        raise click.UsageError(str(e)) from None
+    if kind == TargetKind.SCRIPT:
+        given = [name for name, value in (("--shape", shape), ("--config", config), ("--variant", variant))
+                 if value is not None]
+        given += [name for name, value, default in (("--dtype", dtype, "fp32"), ("--layout", layout, "contiguous"))
+                  if value != default]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to catalogue files "
+                                   f"(with a SPEC); {target} is a script: pass its own arguments after --")
+    elif script_args:
+        raise click.UsageError(f"{target} is a catalogue file: it takes no script arguments")
+    job = {"kind": kind, "target": str(Path(target).resolve()), "argv": list(script_args),
+           "shape": list(shape) if shape else None, "dtype": dtype, "layout": layout, "seed": seed,
+           "config": config, "variant": variant, "pid": list(wanted) + [0] * (3 - len(wanted)) if wanted else None}
+    if serve:
+        _serve(job, target, port, timeout, Path(out_dir))
+        return
+    from ..viz.draw import warm_up
+    from ..viz.runner import trace
+
+    result = trace(job, timeout=timeout, meanwhile=warm_up)
+    code = _report(result, target, Path(out_dir))
+    raise SystemExit(code)
+
+
+def _check_result(result: TraceResult, target: str) -> None:
+    """Raise the one-line error for a run that gave nothing to draw."""
+    info = result.info
+    if info.get("usage_error"):
+        raise click.UsageError(info["usage_error"])
+    if result.launches:
+        return
+    if result.crashed:
+        tail = _tail(result.output)
+        raise click.ClickException(f"{result.crashed} before any launch finished{tail}")
+    if info.get("error"):
+        raise click.ClickException(f"{target}: {info['error']} (before any Triton kernel launched)")
+    raise click.UsageError(f"{target} launched no Triton kernel: nothing to draw")
+
+
+def _tail(output: str) -> str:
+    lines = [ln for ln in output.strip().splitlines() if ln.strip()]
+    return f": {lines[-1].strip()[:200]}" if lines else ""
+
+
+def _report(result: TraceResult, target: str, out_dir: Path) -> int:
+    """Draw what was traced, print the summary and the paths; the exit code."""
+    if result.output.strip():
+        click.echo(result.output.rstrip(), err=True)
+    _check_result(result, target)
+    paths = _render(result, target, out_dir)
+    for line in _summary(result, target):
+        click.echo(line)
+    for path in paths:
+        click.echo(str(path))
+    problem = result.crashed or result.info.get("error", "")
+    if problem:
+        click.echo(f"tdebug viz: {problem} (the pictures show what ran until then)", err=True)
+        return 1
+    return 0
+
+
+def _summary(result: TraceResult, target: str) -> list[str]:
+    info = result.info
+    what = info.get("kernel") or Path(target).name
+    case = f" {info['case']}" if info.get("case") else ""
+    lines = [f"tdebug viz: {what}{case} ({target})"]
+    for launch in result.launches:
+        extra = f", {launch.config}" if launch.config else ""
+        pid = f", program {launch.pid_text(launch.pid_linear)} only" if launch.pid is not None else ""
+        lines.append(f"launch {launch.index}: {launch.kernel}, {launch.grid_text}{extra}{pid}")
+        width = max((len(t.label()) for t in launch.tensors), default=0)
+        for t in launch.tensors:
+            problems = t.problems()
+            verdict = ("PROBLEM: " + "; ".join(problems)) if problems else "ok"
+            lines.append(f"  {t.label():<{width}}  {t.access_summary()}  {verdict}")
+        if launch.stray_lanes:
+            lines.append(f"  PROBLEM: {launch.stray_lanes:,} lanes accessed memory of no tensor argument, far out "
+                         "of bounds (not drawn)")
+        if launch.error:
+            lines.append(f"  the launch raised {launch.error}")
+    return lines
+
+
+def _render(result: TraceResult, target: str, out_dir: Path) -> list[Path]:
+    from ..viz.draw import draw_all
+    from ..viz.html import write_page
+
+    _prepare(out_dir)
+    paths = [d.path for d in draw_all(result.launches, out_dir)]
+    info = result.info
+    title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
+    paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target)))
+    return paths
+
+
+def _prepare(out_dir: Path) -> None:
+    """Create the output directory; in one tdebug viz made before, remove the old pictures."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise click.UsageError(f"--out {out_dir}: not a directory")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    marker = out_dir / MARKER
+    if marker.exists():
+        for old in list(out_dir.glob("launch*_*.png")) + [out_dir / "viz.html"]:
+            old.unlink(missing_ok=True)
+    marker.write_text("pictures written by tdebug viz; they are replaced on the next run into this directory\n")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> None:
+    from ..viz.runner import Server
+
+    if not _port_free(port):
+        raise click.UsageError(f"port {port} on 127.0.0.1 is in use: pick another with --port")
+    server = Server(job, port)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        result = server.wait_traced(timeout)
+        _check_result(result, target)
+        paths = _render(result, target, out_dir)
+        for line in _summary(result, target):
+            click.echo(line)
+        for path in paths:
+            click.echo(str(path))
+        click.echo(f"triton-viz visualizer: http://127.0.0.1:{port}/ (Ctrl-C to stop; its page loads three.js "
+                   "from esm.sh, so the browser needs the network)")
+        sys.stdout.flush()
+        server.wait()
+    except KeyboardInterrupt:
+        click.echo("tdebug viz: stopped the visualizer", err=True)
+    finally:
+        server.stop()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt

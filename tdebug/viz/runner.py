@@ -1,0 +1,141 @@
+"""The parent side of `tdebug viz`: run the traced launch in a child process and read back its maps.
+
+The child (python -m tdebug.viz.worker) runs with TRITON_INTERPRET=1 (tdebug.harness.child_env) and
+writes one LaunchMap per launch to a temporary directory as soon as the launch ends, so a child that
+dies mid-way (a segfault, a timeout) still leaves the launches before it to draw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..harness import child_env
+from .model import LaunchMap, load_launches
+
+
+@dataclass
+class TraceResult:
+    launches: list[LaunchMap] = field(default_factory=list)
+    info: dict = field(default_factory=dict)  # the child's result.json (empty if it died first)
+    exit_code: int = 0
+    output: str = ""  # the child's stdout + stderr
+    timed_out: bool = False
+
+    @property
+    def crashed(self) -> str:
+        """Why the child died, or ''."""
+        if self.timed_out:
+            return "the launch did not finish in time (a hang, or raise --timeout)"
+        if self.info:
+            return ""
+        if self.exit_code < 0:
+            try:
+                name = signal.Signals(-self.exit_code).name
+            except ValueError:
+                name = f"signal {-self.exit_code}"
+            return f"the traced process died ({name})"
+        return f"the traced process exited with code {self.exit_code} before finishing"
+
+
+def _job_file(job: dict, workdir: Path) -> Path:
+    path = workdir / "job.json"
+    path.write_text(json.dumps(job))
+    return path
+
+
+def _command(job_path: Path) -> list[str]:
+    return [sys.executable, "-m", "tdebug.viz.worker", str(job_path)]
+
+
+def trace(job: dict, timeout: float = 300.0, meanwhile: Callable[[], None] | None = None) -> TraceResult:
+    """Run the job's launches traced in a child; the maps of every launch that finished.
+
+    meanwhile: work for this process while the child runs (importing the drawing code).
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="tdebug-viz-"))
+    try:
+        job = {**job, "out": str(workdir / "maps"), "serve": None}
+        proc = subprocess.Popen(_command(_job_file(job, workdir)), env=child_env("interpret"),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        result = TraceResult()
+        started = time.monotonic()
+        if meanwhile is not None:
+            meanwhile()
+        try:
+            out, _ = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - started)))
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            out, _ = proc.communicate()
+            result.timed_out = True
+        result.output = (out or b"").decode(errors="replace")
+        result.exit_code = proc.returncode
+        return _collect(result, workdir / "maps")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _collect(result: TraceResult, maps: Path) -> TraceResult:
+    if maps.is_dir():
+        result.launches = load_launches(maps)
+        info = maps / "result.json"
+        if info.is_file():
+            result.info = json.loads(info.read_text())
+    return result
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+class Server:
+    """A child that traces, then serves triton-viz's visualizer on 127.0.0.1:port until stopped."""
+
+    def __init__(self, job: dict, port: int) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="tdebug-viz-"))
+        self.maps = self.workdir / "maps"
+        job = {**job, "out": str(self.maps), "serve": {"port": port}}
+        self.proc = subprocess.Popen(_command(_job_file(job, self.workdir)), env=child_env("interpret"),
+                                     stdin=subprocess.DEVNULL)
+
+    def wait_traced(self, timeout: float) -> TraceResult:
+        """Block until the launches are traced (the server is then starting) or the child dies."""
+        deadline = time.monotonic() + timeout
+        result = TraceResult()
+        while time.monotonic() < deadline:
+            if (self.maps / "result.json").is_file():
+                return _collect(result, self.maps)
+            code = self.proc.poll()
+            if code is not None:
+                result.exit_code = code
+                return _collect(result, self.maps)
+            time.sleep(0.1)
+        result.timed_out = True
+        self.stop()
+        return _collect(result, self.maps)
+
+    def wait(self) -> int:
+        return self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,0 +1,178 @@
+"""The child process of `tdebug viz`: runs a target's launches traced, writes one LaunchMap per launch.
+
+Started by tdebug.viz.runner with TRITON_INTERPRET=1 already in its environment, so Triton reads it at
+import. A kernel that still crashes the interpreter kills only this process; the launches finished
+before it are on disk already.
+
+Usage: python -m tdebug.viz.worker JOB.json
+Job keys: kind ("spec" | "script"), target, argv, shape, dtype, layout, seed, config, variant, pid, out,
+serve (null, or {"port": N}: afterwards, serve triton-viz's visualizer on 127.0.0.1:N until killed).
+Writes out/launchNNN.{npz,json} per launch and out/result.json at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+from .model import save_launch
+
+
+def _write_result(out: Path, result: dict) -> None:
+    tmp = out / "result.json.tmp"
+    tmp.write_text(json.dumps(result, default=str))
+    tmp.replace(out / "result.json")
+
+
+MAX_BUG_SHAPE_ELEMENTS = 1 << 24  # a BUG.shape larger than this (e.g. an int32-overflow one) is not drawn
+
+
+def default_config(configs: list) -> int:
+    """The autotune config to draw when none is asked for: the smallest tiles (the most programs).
+
+    The picture then shows the tiling, and a grid computed for one tile size shows its unwritten region.
+    """
+    def tile(i: int) -> tuple[int, int]:
+        size = 1
+        for name, value in configs[i].kwargs.items():
+            if name.upper().startswith("BLOCK") and isinstance(value, int):
+                size *= value
+        return size, i
+
+    return min(range(len(configs)), key=tile) if configs else 0
+
+
+def case_shape(target, requested: list[int] | None) -> tuple[int, ...]:
+    """--shape (completed by the spec), else the bug's own shape when it has one, else the spec's default."""
+    spec, bug = target.spec, target.bug
+    if requested:
+        return spec.normalize_shape(tuple(requested))
+    if bug is not None and bug.shape:
+        shape = spec.normalize_shape(tuple(bug.shape))
+        n = 1
+        for d in shape:
+            n *= d
+        if n <= MAX_BUG_SHAPE_ELEMENTS:
+            return shape
+    return tuple(spec.default_shape)
+
+
+def run_spec(job: dict, result: dict) -> None:
+    from ..cases import autotune_configs
+    from ..modes.interpret import STATE
+    from ..spec import Case, load_target
+
+    target = load_target(job["target"])
+    spec = target.spec
+    result["kernel"] = spec.name
+    try:
+        shape = case_shape(target, job.get("shape"))
+    except ValueError as e:
+        result["usage_error"] = str(e)
+        return
+    if job["dtype"] not in spec.dtypes:
+        result["usage_error"] = f"{spec.name} runs in {', '.join(spec.dtypes)} on the CPU, not {job['dtype']}"
+        return
+    if job["layout"] not in spec.layouts:
+        result["usage_error"] = f"{spec.name} takes layouts {', '.join(spec.layouts)}, not {job['layout']}"
+        return
+    configs = autotune_configs(spec.kernel)
+    config = job.get("config")
+    if config is None and configs:
+        config = default_config(configs)
+    if config is not None and configs and not 0 <= config < len(configs):
+        result["usage_error"] = f"--config {config}: {spec.name} has configs 0..{len(configs) - 1}"
+        return
+    variant = job.get("variant") or list(spec.variants)[0]
+    case = Case(shape, job["dtype"], job["layout"], job.get("seed", 0), "cpu", config, variant)
+    result["case"] = case.label()
+    result["shape"] = list(shape)
+    STATE.config_index = config
+    inputs = spec.make_inputs(case)
+    spec.launch(*inputs)
+
+
+def run_script(job: dict, result: dict) -> None:
+    target = job["target"]
+    result["kernel"] = Path(target).name
+    sys.argv = [target] + list(job.get("argv", []))
+    sys.path.insert(0, str(Path(target).parent))
+    try:
+        runpy.run_path(target, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if code:
+            result["exit_code"] = code
+
+
+def serve(port: int) -> None:
+    """triton-viz's own visualizer for the traced launches, on the loopback interface only (no tunnel).
+
+    triton_viz.launch(share=False) would bind 0.0.0.0 with Flask's debugger on; run its app directly.
+    """
+    from triton_viz.visualizer import interface
+
+    interface._server_state.set_local_port(port)
+    interface.app.run(host="127.0.0.1", port=port, debug=False, use_reloader=False)
+
+
+def skip_visualizer() -> None:
+    """Keep triton-viz's web visualizer (Flask, requests: a third of its import time) out of a run that
+    does not serve it: triton_viz/__init__ imports only `launch` from it."""
+    import types
+
+    def launch(*args, **kwargs):
+        raise RuntimeError("triton-viz's visualizer is not loaded in this process (tdebug viz --serve loads it)")
+
+    stub = types.ModuleType("triton_viz.visualizer")
+    stub.launch = launch
+    sys.modules.setdefault("triton_viz.visualizer", stub)
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    out = Path(job["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        raise SystemExit("tdebug.viz.worker needs TRITON_INTERPRET=1 in its environment")
+    os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
+    if job.get("serve") is None:
+        skip_visualizer()
+    from ..modes import interpret
+    from . import guard, trace
+
+    interpret.install()
+    guard.install()
+    pid = tuple(job["pid"]) if job.get("pid") is not None else None
+    session = trace.TraceSession(sink=lambda launch: save_launch(launch, out), pid=pid,
+                                 keep_for_server=job.get("serve") is not None)
+    trace.install(session)
+    result: dict = {"kind": job["kind"], "error": "", "launches": 0}
+    try:
+        if job["kind"] == "spec":
+            run_spec(job, result)
+        else:
+            run_script(job, result)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        from ..worker import exception_finding
+
+        finding = exception_finding(exc)
+        where = f" ({finding.file}:{finding.line})" if finding.file else ""
+        result["error"] = finding.message + where
+        result["traceback"] = traceback.format_exc()
+    result["launches"] = session.count
+    result["blocked_lanes"] = guard.GUARD.blocked_lanes
+    _write_result(out, result)
+    if job.get("serve") is not None and session.count:
+        serve(int(job["serve"]["port"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
