@@ -28,6 +28,8 @@ def check_file(path: str | Path, *, quick: bool = False, device: str = "cpu", se
                  "dtypes": dtypes, "layouts": layouts, "shapes": shapes},
         "reference_from": str(Path(reference_from).resolve()) if reference_from else None,
         "guard": (device == "cuda") if guard is None else guard,
+        # On a GPU too, each case runs its own autotune config (a config that does not fit is skipped).
+        "pin_autotune": device == "cuda",
     }
     mode = "interpret" if device == "cpu" else "gpu"
     return run_job(job, mode=mode, timeout=timeout, on_event=on_event)
