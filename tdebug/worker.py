@@ -29,8 +29,11 @@ class Channel:
         self._file = os.fdopen(fd, "w", buffering=1)
 
     def send(self, event: str, **data) -> None:
-        self._file.write(json.dumps({"event": event, **data}, default=str) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(json.dumps({"event": event, **data}, default=str) + "\n")
+            self._file.flush()
+        except BrokenPipeError:  # the parent is gone (killed, timed out): nobody to report to
+            os._exit(1)
 
 
 def root_cause(exc: BaseException) -> BaseException:
