@@ -126,9 +126,12 @@ class _Child:
             cmd, env=env, pass_fds=(write_fd,), stdin=None if interactive else subprocess.DEVNULL,
             stdout=out, stderr=out, start_new_session=not interactive)
         os.close(write_fd)
-        self.reader = os.fdopen(read_fd, "r")
+        # A raw fd and our own line buffer: a buffered reader could hold a whole event in its buffer
+        # while select() on the empty pipe waits for the deadline.
+        self.read_fd = read_fd
+        self.pending = b""
         self.sel = selectors.DefaultSelector()
-        self.sel.register(self.reader, selectors.EVENT_READ)
+        self.sel.register(read_fd, selectors.EVENT_READ)
         self.captured = ""
         self.stdout = ""
         self.stderr = ""
@@ -144,15 +147,17 @@ class _Child:
     def next_event(self, deadline: float | None) -> dict | None:
         """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
         while True:
+            while b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                if line.strip():
+                    return json.loads(line)
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self.sel.select(timeout):
                 raise TimeoutError
-            line = self.reader.readline()
-            if not line:
+            data = os.read(self.read_fd, 1 << 16)
+            if not data:
                 return None
-            line = line.strip()
-            if line:
-                return json.loads(line)
+            self.pending += data
 
     def kill(self) -> None:
         try:
@@ -166,7 +171,8 @@ class _Child:
             thread.join(timeout=30)
         self.stdout, self.stderr = "".join(self._parts[0]), "".join(self._parts[1])
         self.captured = self.stdout + self.stderr
-        self.reader.close()
+        self.sel.close()
+        os.close(self.read_fd)
         os.unlink(self.job_file.name)
         return code
 
