@@ -290,9 +290,9 @@ def main(argv: list[str]) -> int:
 
         interpret.install()
     elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
-        from .modes.gpu_debug import pin_autotune_gpu
+        from .modes.interpret import pin_autotune
 
-        pin_autotune_gpu()
+        pin_autotune()
     sanitizer = None
     if job.get("sanitize") is not None:
         if job.get("engine") == "symbolic":

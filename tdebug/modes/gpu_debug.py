@@ -89,49 +89,6 @@ def attach_asserts(result: JobResult) -> JobResult:
     return result
 
 
-def pin_autotune_gpu() -> None:
-    """@triton.autotune kernels run the case's config (tdebug.modes.interpret.STATE.config_index, default 0)
-    instead of benchmarking every config, which under compute-sanitizer would multiply its slowness. A config
-    that does not fit the GPU (OutOfResources: shared memory, registers) is skipped for the next one that fits,
-    as the autotuner would skip it; which config ran is recorded and the skip is said on stderr."""
-    import sys
-
-    from triton.runtime import autotuner
-    from triton.runtime.errors import OutOfResources
-
-    from .interpret import STATE, LaunchRecord, config_text
-
-    def run(self, *args, **kwargs):
-        self.nargs = dict(zip(self.arg_names, args))
-        want = STATE.config_index or 0
-        if want >= len(self.configs):
-            raise IndexError(f"config {want} requested but {self.base_fn.__name__} has "
-                             f"{len(self.configs)} autotune configs (0..{len(self.configs) - 1})")
-        if len(self.configs) > 1:
-            self.prune_configs(kwargs)  # runs the user's early_config_prune: a bad signature fails here
-        order = [want] + [i for i in range(len(self.configs)) if i != want]
-        try:
-            for n, index in enumerate(order):
-                config = self.configs[index]
-                if config.pre_hook is not None:
-                    config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
-                try:
-                    out = self.fn.run(*args, **kwargs, **config.all_kwargs())
-                except OutOfResources as e:
-                    if n + 1 == len(order):
-                        raise
-                    print(f"tdebug: {self.base_fn.__name__} config #{index} ({config_text(config)}) does not fit "
-                          f"this GPU ({e}); running the next config that fits", file=sys.stderr)
-                    continue
-                self.best_config = config
-                STATE.launches.append(LaunchRecord(self.base_fn.__name__, (), config_text(config), index))
-                return out
-        finally:
-            self.nargs = None
-
-    autotuner.Autotuner.run = run
-
-
 def run_debug(job: dict, timeout: float | None = 120.0, tee: bool = True,
               on_event: Callable[[str, dict], None] | None = None) -> JobResult:
     """Run a worker job on the GPU with TRITON_DEBUG=1 and turn device-side asserts into findings.

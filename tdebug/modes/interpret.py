@@ -111,24 +111,42 @@ def config_text(config) -> str:
     return " ".join(parts)
 
 
-def _pin_autotune() -> None:
+def pin_autotune() -> None:
+    """@triton.autotune kernels run the case's config (STATE.config_index, default 0) instead of
+    benchmarking every config: under the interpreter there is no GPU to time them on (plain Triton
+    crashes with "0 active drivers"), and on a GPU every case must run its own config. A config that
+    does not fit the GPU (OutOfResources: shared memory, registers) is skipped for the next one that
+    fits, as the autotuner would skip it, and the skip is said on stderr. Which config ran is recorded."""
     from triton.runtime import autotuner
+    from triton.runtime.errors import OutOfResources
 
     def run(self, *args, **kwargs):
         self.nargs = dict(zip(self.arg_names, args))
-        index = STATE.config_index or 0
-        if index >= len(self.configs):
-            raise IndexError(f"config {index} requested but {self.base_fn.__name__} has "
+        want = STATE.config_index or 0
+        if want >= len(self.configs):
+            raise IndexError(f"config {want} requested but {self.base_fn.__name__} has "
                              f"{len(self.configs)} autotune configs (0..{len(self.configs) - 1})")
         if len(self.configs) > 1:
             self.prune_configs(kwargs)  # runs the user's early_config_prune: a bad signature fails here
-        config = self.configs[index]
-        self.best_config = config
-        STATE.launches.append(LaunchRecord(self.base_fn.__name__, (), config_text(config), index))
-        if config.pre_hook is not None:
-            config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+        order = [want] + [i for i in range(len(self.configs)) if i != want]
         try:
-            return self.fn.run(*args, **kwargs, **config.all_kwargs())
+            for n, index in enumerate(order):
+                config = self.configs[index]
+                record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index)
+                STATE.launches.append(record)  # the interpreter's launch fills in the grid
+                if config.pre_hook is not None:
+                    config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+                try:
+                    out = self.fn.run(*args, **kwargs, **config.all_kwargs())
+                except OutOfResources as e:
+                    STATE.launches.remove(record)
+                    if n + 1 == len(order):
+                        raise
+                    print(f"tdebug: {self.base_fn.__name__} config #{index} ({config_text(config)}) does not fit "
+                          f"this GPU ({e}); running the next config that fits", file=sys.stderr)
+                    continue
+                self.best_config = config
+                return out
         finally:
             self.nargs = None
 
@@ -179,6 +197,6 @@ def install() -> None:
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
     _enable_device_assert()
-    _pin_autotune()
+    pin_autotune()
     _check_dtypes_and_record()
     STATE.installed = True
