@@ -286,8 +286,10 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
             in_flight = result.cases[-1].index + 1 if result.cases else start
         label = result.labels[in_flight] if in_flight < len(result.labels) else target
         if hung:
-            status, message = "hang", f"no result after {timeout:.0f} s: the kernel hangs (or is very slow); " \
-                                      "an infinite loop on a data-dependent bound, or raise --timeout"
+            status, message = "hang", (
+                f"no result after {timeout:.0f} s: the kernel loops forever (a data-dependent bound), is very "
+                "slow (raise --timeout), or corrupted memory and deadlocked; next: tdebug sanitize "
+                f"{target}" + (" -- " + " ".join(job["argv"]) if job.get("argv") else ""))
         else:
             what = _signal_name(code) if code < 0 else f"exit code {code}"
             hint = crash_hint(target, label, mode, job.get("argv"))

@@ -41,10 +41,19 @@ def test_device_assert_is_live_and_fails_the_run():
 
 
 def test_crash_is_reported_with_the_next_command():
-    r = invoke("run", str(SCENARIOS), "--", "transpose_unmasked")
+    # A store to unmapped memory: a deterministic SIGSEGV under plain TRITON_INTERPRET=1. (An unmasked
+    # ragged tile corrupts the heap instead: the process may segfault, abort, or deadlock later.)
+    r = invoke("run", str(SCENARIOS), "--timeout", "60", "--", "wild_store")
     assert r.exit_code == 1
-    assert "CRASH" in r.output
-    assert "next: tdebug sanitize" in r.output and "-- transpose_unmasked" in r.output
+    assert "CRASH" in r.output and "SIGSEGV" in r.output
+    assert "next: tdebug sanitize" in r.output and "-- wild_store" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_heap_corruption_is_reported_as_a_crash_or_a_hang():
+    r = invoke("run", str(SCENARIOS), "--timeout", "20", "--", "transpose_unmasked")
+    assert r.exit_code == 1
+    assert "CRASH" in r.output or "HANG" in r.output
     assert "Traceback" not in r.output
 
 

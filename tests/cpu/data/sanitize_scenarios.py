@@ -116,6 +116,12 @@ def transpose_kernel(x_ptr, out_ptr, R, C, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def wild_store_kernel(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK).to(tl.int64) * (1 << 40)  # terabytes apart: unmapped addresses
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32))
+
+
+@triton.jit
 def spin_kernel(x_ptr, n, BLOCK: tl.constexpr):
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for _ in range(0, n):  # n is huge: this never finishes
@@ -199,6 +205,8 @@ def main(name: str) -> None:
         x = torch.randn(100, 70)
         out = torch.empty(70, 100)
         transpose_kernel[(triton.cdiv(100, 64), triton.cdiv(70, 64))](x, out, 100, 70, BLOCK=64)
+    elif name == "wild_store":
+        wild_store_kernel[(1,)](torch.empty(16), BLOCK=16)
     elif name == "hang":
         spin_kernel[(1,)](torch.randn(16), 10**12, BLOCK=16)
     else:
