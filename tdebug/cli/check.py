@@ -13,7 +13,7 @@ import click
 from ..catalogue import kernel_files
 from ..checking import check_file
 from ..harness import JobResult
-from ..report import render
+from ..report import Finding, render
 from .common import TargetKind, classify_target, fresh_seed, render_case
 
 
@@ -78,8 +78,6 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
                 progress["total"] = len(ev.get("labels", []))
                 click.echo(f"\n{ev.get('kernel')} ({path}): {progress['total']} cases")
                 for f in ev.get("lint", []):
-                    from ..report import Finding
-
                     click.echo("  " + render(Finding.from_dict(f), context=False).replace("\n", "\n  "))
             elif kind == "result":
                 progress["n"] += 1

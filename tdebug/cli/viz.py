@@ -111,16 +111,21 @@ def _tail(output: str) -> str:
     return f": {lines[-1].strip()[:200]}" if lines else ""
 
 
-def _report(result: TraceResult, target: str, out_dir: Path) -> int:
-    """Draw what was traced, print the summary and the paths; the exit code."""
-    if result.output.strip():
-        click.echo(result.output.rstrip(), err=True)
+def _show(result: TraceResult, target: str, out_dir: Path) -> None:
+    """Check what was traced, draw it, print the summary and the paths of the pictures."""
     _check_result(result, target)
     paths = _render(result, target, out_dir)
     for line in _summary(result, target):
         click.echo(line)
     for path in paths:
         click.echo(str(path))
+
+
+def _report(result: TraceResult, target: str, out_dir: Path) -> int:
+    """Draw what was traced, print the summary and the paths; the exit code."""
+    if result.output.strip():
+        click.echo(result.output.rstrip(), err=True)
+    _show(result, target, out_dir)
     problem = result.crashed or result.info.get("error", "")
     if problem:
         click.echo(f"tdebug viz: {problem} (the pictures show what ran until then)", err=True)
@@ -192,12 +197,7 @@ def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = server.wait_traced(timeout)
-        _check_result(result, target)
-        paths = _render(result, target, out_dir)
-        for line in _summary(result, target):
-            click.echo(line)
-        for path in paths:
-            click.echo(str(path))
+        _show(result, target, out_dir)
         click.echo(f"triton-viz visualizer: http://127.0.0.1:{port}/ (Ctrl-C to stop; its page loads three.js "
                    "from esm.sh, so the browser needs the network)")
         sys.stdout.flush()

@@ -99,22 +99,20 @@ class SanitizerSession:
                 return interpreter.TensorHandle(np.zeros_like(cmp.data), cmp.dtype.scalar)
             return cas(ptr, cmp, val, sem, scope)
 
-        plain_load, plain_store = builder.create_load, builder.create_store
+        def unmasked(plain):
+            """create_load / create_store: the masked op they call gets an all-true mask the kernel
+            never wrote; flag it so the finding says 'no mask'."""
 
-        def create_load(ptr, cache_modifier, eviction_policy, is_volatile):
-            session._unmasked = True  # the masked op it calls had no mask from the kernel
-            try:
-                return plain_load(ptr, cache_modifier, eviction_policy, is_volatile)
-            finally:
-                session._unmasked = False
+            def call(*args):
+                session._unmasked = True
+                try:
+                    return plain(*args)
+                finally:
+                    session._unmasked = False
 
-        def create_store(ptr, val, cache_modifier, eviction_policy):
-            session._unmasked = True
-            try:
-                return plain_store(ptr, val, cache_modifier, eviction_policy)
-            finally:
-                session._unmasked = False
+            return call
 
+        create_load, create_store = unmasked(builder.create_load), unmasked(builder.create_store)
         builder.create_load = create_load
         builder.create_store = create_store
         builder.create_masked_load = create_masked_load
