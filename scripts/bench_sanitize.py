@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tdebug.cases import autotune_configs  # noqa: E402
+from tdebug.catalogue.cases import autotune_configs  # noqa: E402
+from tdebug.catalogue.spec import load_target  # noqa: E402
 from tdebug.detect import CHECKS  # noqa: E402
 from tdebug.harness import run_job  # noqa: E402
-from tdebug.spec import load_target  # noqa: E402
 
 
 def tile_config(path: Path, bm: int, bn: int) -> int:

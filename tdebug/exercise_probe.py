@@ -35,8 +35,8 @@ def _device() -> str:
 
 
 def story(target: str, bug_file: str, shape: str, dtype: str, layout: str, seed: str) -> None:
-    from tdebug.poison import poisoned_empty
-    from tdebug.spec import Case, import_file, load_target
+    from .catalogue.poison import poisoned_empty
+    from .catalogue.spec import Case, import_file, load_target
 
     copy = load_target(target)
     # The story's inputs come from the pristine bug file (under its own module name: it shares the copy's stem).
@@ -68,8 +68,8 @@ def _wrong_outputs(out, ref) -> list[tuple[str, object]]:
 def user_check(target: str, fixed_file: str, shapes: str, dtype: str, layout: str, seed: str) -> None:
     import torch
 
-    from tdebug.poison import poisoned_empty
-    from tdebug.spec import Case, load_target
+    from .catalogue.poison import poisoned_empty
+    from .catalogue.spec import Case, load_target
 
     copy = load_target(target)
     judge = load_target(fixed_file).spec

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalogue import kernel_files, repo_root
+from .catalogue.files import kernel_files, repo_root
 from .detectors import CAUGHT, ERROR, MISSED, Options, Run, lint_of, run_check, run_sanitizer, story_job
 from .exercises import BugEntry, load_bugs
 

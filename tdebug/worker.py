@@ -17,11 +17,11 @@ import time
 import traceback
 from pathlib import Path
 
-from .cases import autotune_configs, plan_cases
-from .compare import TOLERANCES, compare_outputs
-from .poison import poisoned_empty
+from .catalogue.cases import autotune_configs, plan_cases
+from .catalogue.compare import TOLERANCES, compare_outputs
+from .catalogue.poison import poisoned_empty
+from .catalogue.spec import Case, load_target
 from .report import Finding
-from .spec import Case, load_target
 
 
 class Channel:

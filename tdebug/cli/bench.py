@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..shapes import SHAPE
-from ..spec import DTYPES, TargetError, has_spec, load_target
+from ..catalogue.shapes import SHAPE
+from ..catalogue.spec import DTYPES, TargetError, has_spec, load_target
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 KERNELS = ROOT / "kernels"

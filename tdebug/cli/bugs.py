@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..catalogue import repo_root
+from ..catalogue.files import repo_root
 from ..exercises import BugEntry, ExerciseError, Workspace, find_bug, load_bugs, solution_diff
 
 

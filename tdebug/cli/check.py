@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..catalogue import kernel_files
+from ..catalogue.files import kernel_files
 from ..checking import check_file
 from ..harness import JobResult
 from ..report import Finding, render

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..compare import Comparison
+from ..catalogue.compare import Comparison
+from ..catalogue.shapes import SHAPE
+from ..catalogue.spec import LAYOUTS, has_spec
 from ..harness import CaseResult
 from ..report import render
-from ..shapes import SHAPE
-from ..spec import LAYOUTS, has_spec
 
 
 class TargetKind:

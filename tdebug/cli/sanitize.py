@@ -10,11 +10,11 @@ from pathlib import Path
 
 import click
 
-from ..catalogue import bug_files, kernel_files
+from ..catalogue.files import bug_files, kernel_files
+from ..catalogue.shapes import SHAPE
 from ..detect import CHECKS, sanitize_job
 from ..harness import JobResult, run_job
 from ..report import render
-from ..shapes import SHAPE
 from .common import TargetKind, classify_target, fresh_seed
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..catalogue.shapes import SHAPE
+from ..catalogue.spec import LAYOUTS
 from ..modes.breakpoints import BreakpointError, parse_pid
-from ..shapes import SHAPE
-from ..spec import LAYOUTS
 from .common import TargetKind, classify_target
 
 if TYPE_CHECKING:

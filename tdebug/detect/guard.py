@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..poison import poison_, poison_mask
+from ..catalogue.poison import poison_, poison_mask
 from ..report import Finding
 
 SENTINEL = 0x5A  # margin byte; differs from the poison pattern (0xA5 / signalling NaN) used inside outputs

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..poison import poison_mask
+from ..catalogue.poison import poison_mask
 from ..report import Finding
 
 MAX_EXAMPLES = 4

@@ -15,8 +15,8 @@ import inspect
 
 import numpy as np
 
+from ..catalogue.poison import ALLOCATIONS
 from ..modes.interpret import user_frame
-from ..poison import ALLOCATIONS
 from ..report import Finding, merge
 from .memory import ArgView, LaunchChecker, unwritten_findings
 

@@ -62,9 +62,9 @@ def case_shape(target, requested: list[int] | None) -> tuple[int, ...]:
 
 
 def run_spec(job: dict, result: dict) -> None:
-    from ..cases import autotune_configs
+    from ..catalogue.cases import autotune_configs
+    from ..catalogue.spec import Case, load_target
     from ..modes.interpret import STATE
-    from ..spec import Case, load_target
 
     target = load_target(job["target"])
     spec = target.spec

@@ -25,9 +25,9 @@ from tdebug.bench import (
     summarize,
 )
 from tdebug.bench_report import MATMUL_SHAPES, judge, markdown, render_text, verdicts
+from tdebug.catalogue.spec import load_target
 from tdebug.cli import bench as bench_cli
 from tdebug.cli import cli
-from tdebug.spec import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tdebug.catalogue.spec import Bug, has_spec, load_target
 from tdebug.cli.bugs import repro_command
 from tdebug.exercises import (
     CLEAN,
@@ -19,7 +20,6 @@ from tdebug.exercises import (
     load_bugs,
     solution_diff,
 )
-from tdebug.spec import Bug, has_spec, load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 BUGS = load_bugs(ROOT)
@@ -55,7 +55,7 @@ def test_metadata_read_from_source_matches_the_imported_bug(bug):
         assert target.spec.normalize_shape(bug.shape) == bug.shape
         assert bug.dtype in ("fp32", "fp16", "bf16") and bug.layout in target.spec.layouts
     if bug.config is not None:
-        from tdebug.cases import autotune_configs
+        from tdebug.catalogue.cases import autotune_configs
 
         assert 0 <= bug.config < len(autotune_configs(target.spec.kernel))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebug.catalogue import kernel_files
+from tdebug.catalogue.files import kernel_files
 from tdebug.checking import check_file
 from tdebug.detect import sanitize_file
 

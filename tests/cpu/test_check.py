@@ -7,13 +7,13 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from tdebug.cases import plan_cases
+from tdebug.catalogue.cases import plan_cases
+from tdebug.catalogue.compare import compare
+from tdebug.catalogue.inputs import randn
+from tdebug.catalogue.poison import poison_, poison_mask
+from tdebug.catalogue.spec import Case, load_target
 from tdebug.checking import check_file
 from tdebug.cli import cli
-from tdebug.compare import compare
-from tdebug.inputs import randn
-from tdebug.poison import poison_, poison_mask
-from tdebug.spec import Case, load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"

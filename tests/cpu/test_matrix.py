@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebug.catalogue import kernel_files
+from tdebug.catalogue.files import kernel_files
 from tdebug.exercises import find_bug, load_bugs
 from tdebug.matrix import (
     CAUGHT,

@@ -9,9 +9,9 @@ numbers of the launches each made.
 import runpy
 import sys
 
+from tdebug.catalogue.shapes import parse_shape
+from tdebug.catalogue.spec import Case, load_target
 from tdebug.modes.interpret import STATE
-from tdebug.shapes import parse_shape
-from tdebug.spec import Case, load_target
 from tdebug.viz import trace
 from tdebug.viz.worker import case_shape, default_config
 
@@ -23,7 +23,7 @@ def launch(name: str, spec_text: str) -> None:
     layout = rest[2] if len(rest) > 2 and rest[2] else "contiguous"
     target = load_target(path)
     spec = target.spec
-    from tdebug.cases import autotune_configs
+    from tdebug.catalogue.cases import autotune_configs
 
     configs = autotune_configs(spec.kernel)
     config = default_config(configs) if configs else None

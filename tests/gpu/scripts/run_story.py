@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from tdebug.spec import Case, load_target
+from tdebug.catalogue.spec import Case, load_target
 
 target = load_target(sys.argv[1])
 bug, spec = target.bug, target.spec

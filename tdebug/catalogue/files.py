@@ -12,7 +12,7 @@ def repo_root() -> Path:
     cwd = Path.cwd()
     if (cwd / "kernels").is_dir():
         return cwd
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parent.parent.parent
 
 
 def kernel_files(root: Path | None = None) -> list[Path]:
