@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .exercises import SANITIZE_KINDS, BugEntry
-from .harness import JobResult, run_job
+from .runtime.harness import run_job
+from .runtime.results import JobResult
 
 CAUGHT, MISSED, ERROR = "caught", "missed", "error"
 NOT_FINDINGS = frozenset({"exception", "no-kernel", "dtype", "crash", "hang"})  # a run's failure, not a detection

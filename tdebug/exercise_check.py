@@ -40,8 +40,8 @@ from .detectors import (
     story_job,
 )
 from .exercises import BugEntry
-from .harness import JobResult
 from .report import render
+from .runtime.results import JobResult
 
 # What the story's bad inputs must not cause. (An assert that stops the launch leaves outputs unwritten: fine.)
 MEMORY_KINDS = ("bounds", "uninit", "race")
@@ -66,7 +66,7 @@ class ExerciseResult:
 
 
 def _case_details(result: JobResult, limit: int = 3) -> list[str]:
-    from .cli.common import render_case
+    from .runtime.results import render_case
 
     lines: list[str] = []
     if result.fatal:

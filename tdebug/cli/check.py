@@ -12,9 +12,9 @@ import click
 
 from ..catalogue.files import kernel_files
 from ..checking import check_file
-from ..harness import JobResult
 from ..report import Finding, render
-from .common import TargetKind, classify_target, fresh_seed, render_case
+from ..runtime.results import JobResult, render_case
+from .common import TargetKind, classify_target, fresh_seed
 
 
 def resolve_device(device: str) -> str:

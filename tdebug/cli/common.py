@@ -7,11 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..catalogue.compare import Comparison
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS, has_spec
-from ..harness import CaseResult
-from ..report import render
 
 
 class TargetKind:
@@ -56,28 +53,3 @@ def fresh_seed() -> int:
     import secrets
 
     return secrets.randbelow(2**31)
-
-
-def comparison_line(c: dict) -> str:
-    return Comparison(**{k: v for k, v in c.items() if k in Comparison.__dataclass_fields__}).summary()
-
-
-def render_case(r: CaseResult, verbose: bool = True) -> list[str]:
-    mark = {"pass": "PASS", "fail": "FAIL"}.get(r.status, r.status.upper())
-    config = ""
-    for launch in r.launches:
-        if launch.get("config"):
-            config = f" [config {launch.get('config_index')}: {launch['config']}]"
-            break
-    lines = [f"{mark:5s} {r.label}{config}  ({r.time:.2f} s)" if r.time else f"{mark:5s} {r.label}{config}"]
-    if not verbose:
-        return lines
-    for c in r.comparisons:
-        lines.append("      " + comparison_line(c))
-        comp = Comparison(**{k: v for k, v in c.items() if k in Comparison.__dataclass_fields__})
-        if not comp.ok:
-            lines += ["      " + d for d in comp.details()]
-    if r.status not in ("pass",):
-        for f in r.findings:
-            lines += ["      " + ln for ln in render(f).splitlines()]
-    return lines

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..harness import run_job
 from ..modes.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
-from .common import TargetKind, case_options, classify_target, fresh_seed, render_case
+from ..runtime.harness import run_job
+from ..runtime.results import render_case
+from .common import TargetKind, case_options, classify_target, fresh_seed
 
 
 def gpu_available() -> bool:

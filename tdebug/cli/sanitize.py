@@ -13,8 +13,9 @@ import click
 from ..catalogue.files import bug_files, kernel_files
 from ..catalogue.shapes import SHAPE
 from ..detect import CHECKS, sanitize_job
-from ..harness import JobResult, run_job
 from ..report import render
+from ..runtime.harness import run_job
+from ..runtime.results import JobResult
 from .common import TargetKind, classify_target, fresh_seed
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")

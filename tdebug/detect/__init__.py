@@ -7,7 +7,8 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from ..harness import JobResult, run_job
+from ..runtime.harness import run_job
+from ..runtime.results import JobResult
 from .session import CHECKS
 
 

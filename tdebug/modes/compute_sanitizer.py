@@ -1,6 +1,6 @@
 """`tdebug sanitize` on a GPU: NVIDIA's compute-sanitizer around the worker, its log parsed into findings.
 
-Each tool runs the whole job once: `compute-sanitizer --tool T --error-exitcode N ... python -m tdebug.worker`
+Each tool runs the whole job once: `compute-sanitizer --tool T --error-exitcode N ... python -m tdebug.child`
 with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (with PyTorch's caching allocator a missing-mask read lands in the
 allocator's slack and memcheck reports nothing). The worker prints a marker line before each case, so
 every error in the log is attributed to its case; after a CUDA error (memcheck aborts the faulting kernel)
@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..harness import CaseResult, ChildLog, JobResult, run_job
 from ..report import Finding, merge
+from ..runtime.harness import run_job
+from ..runtime.results import CaseResult, ChildLog, JobResult
 
 TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
 DEFAULT_TOOLS = ("memcheck", "initcheck")
@@ -37,7 +38,7 @@ ERROR_EXITCODE = 86
 PRINT_LIMIT = 200
 PADDING = 1 << 20  # memcheck: bytes of padding after every allocation, so a read just past a tensor that would
 # land in the next allocation (cudaMalloc packs small ones together) is out of bounds all the same
-CASE_MARKER = "@@tdebug-case "  # tdebug.worker.CASE_MARKER
+CASE_MARKER = "@@tdebug-case "  # tdebug.runtime.worker.CASE_MARKER
 MAX_EXAMPLES = 4
 SOURCE = "compute-sanitizer"
 
@@ -85,7 +86,7 @@ def _supports(cs: str, option: str) -> bool:
 
 
 def tool_command(cs: str, tool: str) -> list[str]:
-    """The wrapper that goes before `python -m tdebug.worker JOB`."""
+    """The wrapper that goes before `python -m tdebug.child JOB`."""
     cmd = [cs, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE), "--print-limit", str(PRINT_LIMIT),
            "--show-backtrace", "device"]
     if tool == "memcheck" and _supports(cs, "--padding"):

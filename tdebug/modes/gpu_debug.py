@@ -18,8 +18,9 @@ import linecache
 import re
 from collections.abc import Callable
 
-from ..harness import CaseResult, JobResult, run_job
 from ..report import Finding
+from ..runtime.harness import run_job
+from ..runtime.results import CaseResult, JobResult
 
 ASSERT_RE = re.compile(
     r"(?P<file>[^\s:][^:\n]*?):(?P<line>\d+): (?P<func>[^:\n]*): block: \[(?P<block>[\d, ]+)\], "

@@ -1,6 +1,6 @@
 """The parent side of `tdebug viz`: run the traced launch in a child process and read back its maps.
 
-The child (python -m tdebug.viz.worker) runs with TRITON_INTERPRET=1 (tdebug.harness.child_env) and
+The child (python -m tdebug.viz.worker) runs with TRITON_INTERPRET=1 (tdebug.runtime.harness.child_env) and
 writes one LaunchMap per launch to a temporary directory as soon as the launch ends, so a child that
 dies mid-way (a segfault, a timeout) still leaves the launches before it to draw.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..harness import child_env
+from ..runtime.harness import child_env
 from .model import LaunchMap, load_launches
 
 

@@ -160,7 +160,7 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         if isinstance(exc, KeyboardInterrupt):
             raise
-        from ..worker import exception_finding
+        from ..runtime.worker import exception_finding
 
         finding = exception_finding(exc)
         where = f" ({finding.file}:{finding.line})" if finding.file else ""

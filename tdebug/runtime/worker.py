@@ -1,10 +1,9 @@
-"""The child process: runs a target's launches under a mode and reports over a pipe, one JSON event a line.
+"""The child side of a job: runs a target's cases or script and reports over a pipe, one JSON event a line.
 
-It is started by tdebug.harness with the mode's environment (TRITON_INTERPRET=1 or TRITON_DEBUG=1)
-already set, so Triton reads it at import. A crash or hang here never takes tdebug down: the parent
-notices the dead or silent child, records the case in flight, and starts a new child for the rest.
-
-Usage: python -m tdebug.worker JOB.json   (the result pipe's fd is in TDEBUG_RESULT_FD)
+tdebug.child (the child process's entry point) calls it with the collaborators the job asks for (a
+sanitizer session, check's lint, guard bands). A crash or hang here never takes tdebug down: the parent
+(tdebug.runtime.harness) notices the dead or silent child, records the case in flight, and starts a new
+child for the rest.
 """
 
 from __future__ import annotations
@@ -15,13 +14,15 @@ import runpy
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from .catalogue.cases import autotune_configs, plan_cases
-from .catalogue.compare import TOLERANCES, compare_outputs
-from .catalogue.poison import poisoned_empty
-from .catalogue.spec import Case, load_target
-from .report import Finding
+from ..catalogue.cases import autotune_configs, plan_cases
+from ..catalogue.compare import TOLERANCES, compare_outputs
+from ..catalogue.poison import poisoned_empty
+from ..catalogue.spec import Case, load_target
+from ..report import Finding
 
 
 class Channel:
@@ -46,7 +47,7 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def exception_finding(exc: BaseException) -> Finding:
     """A finding for an exception raised by a launch: device_assert, bad dtype, or anything else."""
-    from .modes.interpret import DeviceAssertError, UnsupportedDtypeError, library_dirs
+    from ..modes.interpret import DeviceAssertError, UnsupportedDtypeError, library_dirs
 
     cause = root_cause(exc)
     if isinstance(cause, DeviceAssertError):
@@ -110,10 +111,12 @@ def _leave() -> None:
 # --- end GPU modes ---
 
 
-def run_case(spec, case: Case, sanitizer, guard: bool = False) -> dict:
+def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | None = None) -> dict:
+    """Run one case: inputs, launch (outputs poisoned), then findings and the comparison with the reference.
+    guard_factory: GPU modes pass one that makes a guard-band session (tdebug.sanitize.guard_bands)."""
     import torch
 
-    from .modes.interpret import STATE
+    from ..modes.interpret import STATE
 
     STATE.config_index = case.config
     STATE.launches.clear()
@@ -122,10 +125,8 @@ def run_case(spec, case: Case, sanitizer, guard: bool = False) -> dict:
     guards = None
     try:
         inputs = spec.make_inputs(case)
-        if guard:  # GPU modes: guard bands around every tensor argument and allocation
-            from .detect.guard import GuardSession
-
-            guards = GuardSession()
+        if guard_factory is not None:  # GPU modes: guard bands around every tensor argument and allocation
+            guards = guard_factory()
             inputs = guards.wrap_inputs(spec.launch, inputs)
         if sanitizer is not None:
             sanitizer.begin_case()
@@ -210,24 +211,22 @@ def plan_job_cases(job: dict, spec) -> list[Case]:
     return cases
 
 
-def run_spec_job(job: dict, channel: Channel, target, sanitizer) -> None:
+def run_spec_job(job: dict, channel: Channel, target, sanitizer, lint: Callable[[Any], list[Finding]] | None = None,
+                 guard_factory: Callable[[], Any] | None = None) -> None:
+    """A catalogue file's planned cases, one result event each; lint (check's autotune lint) runs first when given."""
     spec = judged_spec(target, job.get("reference_from"))
     try:
         cases = plan_job_cases(job, spec)
     except ValueError as e:
         raise PlanError(str(e)) from None
     if job.get("start", 0) == 0:
-        lint = []
-        if job.get("lint"):
-            from .lint import lint_kernel
-
-            lint = [f.to_dict() for f in lint_kernel(target)]
+        lint_findings = [f.to_dict() for f in lint(target)] if lint is not None else []
         channel.send("plan", kernel=spec.name, cases=[c.__dict__ for c in cases],
-                     labels=[c.label() for c in cases], lint=lint)
+                     labels=[c.label() for c in cases], lint=lint_findings)
     for index in range(job.get("start", 0), len(cases)):
         channel.send("start", index=index)
         _case_marker(index)
-        result = run_case(spec, cases[index], sanitizer, guard=bool(job.get("guard")))
+        result = run_case(spec, cases[index], sanitizer, guard_factory)
         channel.send("result", index=index, **result)
         if result.get("context_lost"):
             _leave()
@@ -280,60 +279,3 @@ class _null:
 
     def __exit__(self, *exc):
         return False
-
-
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
-    channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        from .modes import interpret
-
-        interpret.install()
-    elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
-        from .modes.interpret import pin_autotune
-
-        pin_autotune()
-    sanitizer = None
-    if job.get("sanitize") is not None:
-        if job.get("engine") == "symbolic":
-            from .detect.symbolic import SymbolicSession as Session
-        else:
-            from .detect.session import SanitizerSession as Session
-        sanitizer = Session(**job["sanitize"])
-        sanitizer.install()
-    debugger = None
-    try:
-        target = None
-        if job["kind"] == "spec":
-            try:
-                target = load_target(job["target"])
-            except Exception as exc:  # noqa: BLE001 - a broken user file is reported, not a traceback
-                finding = exception_finding(exc)
-                where = f" ({finding.file}:{finding.line})" if finding.file else ""
-                channel.send("fatal", message=f"cannot import {job['target']}: {finding.message}{where}", usage=False)
-                return 1
-        if job.get("breaks") is not None:
-            from .modes import breakpoints
-
-            points = breakpoints.resolve(breakpoints.kernels_in(job["target"]), job["breaks"])
-            pid = tuple(job["pid"]) if job.get("pid") is not None else None
-            debugger = breakpoints.start(points, pid)
-        if job["kind"] == "spec":
-            try:
-                run_spec_job(job, channel, target, sanitizer)
-            except PlanError as e:
-                channel.send("fatal", message=str(e), usage=True)
-                return 2
-        else:
-            run_script_job(job, channel, sanitizer)
-    finally:
-        if debugger is not None:
-            from .modes import breakpoints
-
-            breakpoints.stop(debugger)
-    channel.send("done")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,4 @@
-"""The one place that knows how a case runs: in a child process (tdebug.worker), under a mode.
+"""The one place that knows how a case runs: in a child process (tdebug.child), under a mode.
 
 A kernel that segfaults the interpreter, or hangs, kills or stalls only the child: the harness records
 the case in flight as crashed / hung, starts a fresh child and goes on with the remaining cases.
@@ -16,56 +16,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .report import Finding
+from ..report import Finding
+from .results import CaseResult, ChildLog, JobResult
 
 MODE_ENV = {
     "interpret": {"TRITON_INTERPRET": "1"},
     "debug": {"TRITON_DEBUG": "1"},
     "gpu": {},
 }
-
-
-@dataclass
-class CaseResult:
-    index: int
-    label: str
-    status: str  # pass, fail, error, assert, overflow, crash, hang
-    findings: list[Finding] = field(default_factory=list)
-    comparisons: list[dict] = field(default_factory=list)
-    time: float = 0.0
-    error: str = ""
-    launches: list[dict] = field(default_factory=list)
-    case: dict = field(default_factory=dict)
-    exit_code: int | None = None
-    stderr: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "pass"
-
-
-@dataclass
-class ChildLog:
-    """What one child process printed (capture=True) and how it ended; start: its first case's index."""
-
-    start: int
-    stdout: str = ""
-    stderr: str = ""
-    exit_code: int | None = None
-
-
-@dataclass
-class JobResult:
-    kernel: str = ""
-    labels: list[str] = field(default_factory=list)
-    cases: list[CaseResult] = field(default_factory=list)
-    lint: list[Finding] = field(default_factory=list)
-    fatal: str = ""  # the child could not even plan (bad target file, import error)
-    fatal_usage: bool = False  # ... because of what the user asked (a shape of the wrong rank): exit 2
-    logs: list[ChildLog] = field(default_factory=list)  # one per child, with capture=True
 
 
 def _signal_name(code: int) -> str:
@@ -82,7 +42,7 @@ def child_env(mode: str, extra: dict | None = None) -> dict:
     env.update(MODE_ENV[mode])
     env.setdefault("PYTHONUNBUFFERED", "1")
     # Let the child import tdebug even when it is not installed (running from a checkout).
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parent.parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if extra:
         env.update(extra)
@@ -120,7 +80,7 @@ class _Child:
         read_fd, write_fd = os.pipe()
         env = child_env(mode, env_extra)
         env["TDEBUG_RESULT_FD"] = str(write_fd)
-        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.worker", self.job_file.name]
+        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_file.name]
         out = subprocess.PIPE if capture else None
         self.proc = subprocess.Popen(
             cmd, env=env, pass_fds=(write_fd,), stdin=None if interactive else subprocess.DEVNULL,

@@ -1,0 +1,84 @@
+"""The child process's entry point (`python -m tdebug.child JOB.json`): wires the runtime, the patched
+interpreter, the sanitizers and check's lint together for one job, as cli/ does in the parent.
+
+It is started by tdebug.runtime.harness with the mode's environment (TRITON_INTERPRET=1 or TRITON_DEBUG=1)
+already set, so Triton reads it at import; results go back over the pipe whose fd is in TDEBUG_RESULT_FD.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from .catalogue.spec import load_target
+from .runtime.worker import Channel, PlanError, exception_finding, run_script_job, run_spec_job
+
+
+def _sanitizer(job: dict):
+    """The sanitizer session a job asks for (installed), or None."""
+    if job.get("sanitize") is None:
+        return None
+    if job.get("engine") == "symbolic":
+        from .detect.symbolic import SymbolicSession as Session
+    else:
+        from .detect.session import SanitizerSession as Session
+    session = Session(**job["sanitize"])
+    session.install()
+    return session
+
+
+def main(argv: list[str]) -> int:
+    job = json.loads(Path(argv[0]).read_text())
+    channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from .modes import interpret
+
+        interpret.install()
+    elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
+        from .modes.interpret import pin_autotune
+
+        pin_autotune()
+    sanitizer = _sanitizer(job)
+    debugger = None
+    try:
+        target = None
+        if job["kind"] == "spec":
+            try:
+                target = load_target(job["target"])
+            except Exception as exc:  # noqa: BLE001 - a broken user file is reported, not a traceback
+                finding = exception_finding(exc)
+                where = f" ({finding.file}:{finding.line})" if finding.file else ""
+                channel.send("fatal", message=f"cannot import {job['target']}: {finding.message}{where}", usage=False)
+                return 1
+        if job.get("breaks") is not None:
+            from .modes import breakpoints
+
+            points = breakpoints.resolve(breakpoints.kernels_in(job["target"]), job["breaks"])
+            pid = tuple(job["pid"]) if job.get("pid") is not None else None
+            debugger = breakpoints.start(points, pid)
+        if job["kind"] == "spec":
+            lint = guard_factory = None
+            if job.get("lint"):
+                from .lint import lint_kernel as lint
+            if job.get("guard"):
+                from .detect.guard import GuardSession as guard_factory
+            try:
+                run_spec_job(job, channel, target, sanitizer, lint=lint, guard_factory=guard_factory)
+            except PlanError as e:
+                channel.send("fatal", message=str(e), usage=True)
+                return 2
+        else:
+            run_script_job(job, channel, sanitizer)
+    finally:
+        if debugger is not None:
+            from .modes import breakpoints
+
+            breakpoints.stop(debugger)
+    channel.send("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,73 @@
+"""What a job's run comes back as (CaseResult per case, JobResult per job) and how a case reads to a person."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..catalogue.compare import Comparison
+from ..report import Finding, render
+
+
+@dataclass
+class CaseResult:
+    index: int
+    label: str
+    status: str  # pass, fail, error, assert, overflow, crash, hang
+    findings: list[Finding] = field(default_factory=list)
+    comparisons: list[dict] = field(default_factory=list)
+    time: float = 0.0
+    error: str = ""
+    launches: list[dict] = field(default_factory=list)
+    case: dict = field(default_factory=dict)
+    exit_code: int | None = None
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass
+class ChildLog:
+    """What one child process printed (capture=True) and how it ended; start: its first case's index."""
+
+    start: int
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+
+
+@dataclass
+class JobResult:
+    kernel: str = ""
+    labels: list[str] = field(default_factory=list)
+    cases: list[CaseResult] = field(default_factory=list)
+    lint: list[Finding] = field(default_factory=list)
+    fatal: str = ""  # the child could not even plan (bad target file, import error)
+    fatal_usage: bool = False  # ... because of what the user asked (a shape of the wrong rank): exit 2
+    logs: list[ChildLog] = field(default_factory=list)  # one per child, with capture=True
+
+
+def comparison_line(c: dict) -> str:
+    return Comparison(**{k: v for k, v in c.items() if k in Comparison.__dataclass_fields__}).summary()
+
+
+def render_case(r: CaseResult, verbose: bool = True) -> list[str]:
+    mark = {"pass": "PASS", "fail": "FAIL"}.get(r.status, r.status.upper())
+    config = ""
+    for launch in r.launches:
+        if launch.get("config"):
+            config = f" [config {launch.get('config_index')}: {launch['config']}]"
+            break
+    lines = [f"{mark:5s} {r.label}{config}  ({r.time:.2f} s)" if r.time else f"{mark:5s} {r.label}{config}"]
+    if not verbose:
+        return lines
+    for c in r.comparisons:
+        lines.append("      " + comparison_line(c))
+        comp = Comparison(**{k: v for k, v in c.items() if k in Comparison.__dataclass_fields__})
+        if not comp.ok:
+            lines += ["      " + d for d in comp.details()]
+    if r.status not in ("pass",):
+        for f in r.findings:
+            lines += ["      " + ln for ln in render(f).splitlines()]
+    return lines
