@@ -467,7 +467,7 @@ def autotuners(module) -> list:
 
 
 def chosen_configs(tuners: Sequence) -> str:
-    from .modes.interpret import config_text
+    from .interpreter.patches import config_text
 
     parts = []
     for tuner in tuners:

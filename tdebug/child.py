@@ -33,11 +33,11 @@ def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[0]).read_text())
     channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from .modes import interpret
+        from .interpreter import patches as interpret
 
         interpret.install()
     elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
-        from .modes.interpret import pin_autotune
+        from .interpreter.patches import pin_autotune
 
         pin_autotune()
     sanitizer = _sanitizer(job)
@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
                 channel.send("fatal", message=f"cannot import {job['target']}: {finding.message}{where}", usage=False)
                 return 1
         if job.get("breaks") is not None:
-            from .modes import breakpoints
+            from .interpreter import breakpoints
 
             points = breakpoints.resolve(breakpoints.kernels_in(job["target"]), job["breaks"])
             pid = tuple(job["pid"]) if job.get("pid") is not None else None
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
             run_script_job(job, channel, sanitizer)
     finally:
         if debugger is not None:
-            from .modes import breakpoints
+            from .interpreter import breakpoints
 
             breakpoints.stop(debugger)
     channel.send("done")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..modes.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
+from ..interpreter.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
 from ..runtime.harness import run_job
 from ..runtime.results import render_case
 from .common import TargetKind, case_options, classify_target, fresh_seed

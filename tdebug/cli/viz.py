@@ -12,7 +12,7 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS
-from ..modes.breakpoints import BreakpointError, parse_pid
+from ..interpreter.breakpoints import BreakpointError, parse_pid
 from .common import TargetKind, classify_target
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import inspect
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..modes.interpret import user_frame
+from ..interpreter.frames import user_frame
 from ..report import Finding, merge
 from .memory import ArgView, LaunchChecker, unwritten_findings
 

@@ -47,7 +47,8 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def exception_finding(exc: BaseException) -> Finding:
     """A finding for an exception raised by a launch: device_assert, bad dtype, or anything else."""
-    from ..modes.interpret import DeviceAssertError, UnsupportedDtypeError, library_dirs
+    from ..interpreter.frames import library_dirs
+    from ..interpreter.patches import DeviceAssertError, UnsupportedDtypeError
 
     cause = root_cause(exc)
     if isinstance(cause, DeviceAssertError):
@@ -116,7 +117,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     guard_factory: GPU modes pass one that makes a guard-band session (tdebug.sanitize.guard_bands)."""
     import torch
 
-    from ..modes.interpret import STATE
+    from ..interpreter.patches import STATE
 
     STATE.config_index = case.config
     STATE.launches.clear()

@@ -135,7 +135,7 @@ def install(session: TraceSession) -> None:
 
 def _pending_config(name: str) -> str:
     """The config tdebug's pinned autotuner chose for the launch about to run, if it is autotuned."""
-    from ..modes.interpret import STATE
+    from ..interpreter.patches import STATE
 
     if STATE.launches and STATE.launches[-1].kernel == name and not STATE.launches[-1].grid:
         record = STATE.launches[-1]

@@ -64,7 +64,7 @@ def case_shape(target, requested: list[int] | None) -> tuple[int, ...]:
 def run_spec(job: dict, result: dict) -> None:
     from ..catalogue.cases import autotune_configs
     from ..catalogue.spec import Case, load_target
-    from ..modes.interpret import STATE
+    from ..interpreter.patches import STATE
 
     target = load_target(job["target"])
     spec = target.spec
@@ -142,7 +142,7 @@ def main(argv: list[str]) -> int:
     os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
     if job.get("serve") is None:
         skip_visualizer()
-    from ..modes import interpret
+    from ..interpreter import patches as interpret
     from . import guard, trace
 
     interpret.install()

@@ -11,7 +11,7 @@ import sys
 
 from tdebug.catalogue.shapes import parse_shape
 from tdebug.catalogue.spec import Case, load_target
-from tdebug.modes.interpret import STATE
+from tdebug.interpreter.patches import STATE
 from tdebug.viz import trace
 from tdebug.viz.worker import case_shape, default_config
 

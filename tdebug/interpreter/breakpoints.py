@@ -103,7 +103,7 @@ def parse_pid(text: str | None) -> tuple[int, ...] | None:
 def _pid_matches(wanted: tuple[int, ...] | None) -> bool:
     if wanted is None:
         return True
-    from .interpret import current_pid
+    from .frames import current_pid
 
     pid = current_pid()
     return all(pid[i] == w for i, w in enumerate(wanted))

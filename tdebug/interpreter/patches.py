@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-_LIBRARY_DIRS: tuple[str, ...] = ()
+from .frames import current_pid, user_frame
 
 
 class DeviceAssertError(AssertionError):
@@ -51,37 +51,6 @@ class State:
 
 
 STATE = State()
-
-
-def library_dirs() -> tuple[str, ...]:
-    global _LIBRARY_DIRS
-    if not _LIBRARY_DIRS:
-        import numpy
-        import torch
-        import triton
-
-        import tdebug
-        dirs = [os.path.dirname(m.__file__) for m in (triton, numpy, torch, tdebug)]
-        dirs.append(os.path.dirname(os.__file__))  # the standard library
-        _LIBRARY_DIRS = tuple(d + os.sep for d in dirs)
-    return _LIBRARY_DIRS
-
-
-def user_frame(start=None):
-    """The innermost frame that is user code (a kernel line), skipping Triton, numpy, torch, tdebug."""
-    frame = start or sys._getframe(1)
-    libs = library_dirs()
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(libs) and not filename.startswith("<"):
-            return frame
-        frame = frame.f_back
-    return None
-
-
-def current_pid() -> tuple[int, int, int]:
-    from triton.runtime.interpreter import interpreter_builder
-    return tuple(interpreter_builder.grid_idx or (0, 0, 0))
 
 
 def _enable_device_assert() -> None:

@@ -1,0 +1,40 @@
+"""Where the interpreter is in the user's code: the innermost kernel frame, the program id being run."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_LIBRARY_DIRS: tuple[str, ...] = ()
+
+
+def library_dirs() -> tuple[str, ...]:
+    """Directories whose frames are never the user's: Triton, numpy, torch, tdebug, the standard library."""
+    global _LIBRARY_DIRS
+    if not _LIBRARY_DIRS:
+        import numpy
+        import torch
+        import triton
+
+        dirs = [os.path.dirname(m.__file__) for m in (triton, numpy, torch)]
+        dirs.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tdebug itself
+        dirs.append(os.path.dirname(os.__file__))  # the standard library
+        _LIBRARY_DIRS = tuple(d + os.sep for d in dirs)
+    return _LIBRARY_DIRS
+
+
+def user_frame(start=None):
+    """The innermost frame that is user code (a kernel line), skipping Triton, numpy, torch, tdebug."""
+    frame = start or sys._getframe(1)
+    libs = library_dirs()
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(libs) and not filename.startswith("<"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def current_pid() -> tuple[int, int, int]:
+    from triton.runtime.interpreter import interpreter_builder
+    return tuple(interpreter_builder.grid_idx or (0, 0, 0))
