@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from tdebug.catalogue.cases import autotune_configs  # noqa: E402
 from tdebug.catalogue.spec import load_target  # noqa: E402
-from tdebug.detect import CHECKS  # noqa: E402
 from tdebug.runtime.harness import run_job  # noqa: E402
+from tdebug.sanitize import CHECKS  # noqa: E402
 
 
 def tile_config(path: Path, bm: int, bn: int) -> int:

@@ -18,7 +18,7 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
     echo "# $(date -u +%FT%TZ) $(hostname)"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
     "$py" -c 'import sys, torch, triton; print("python", sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)'
-    "$py" -c 'from tdebug.modes.compute_sanitizer import find_compute_sanitizer as f; import subprocess; p = f(); print(p); p and subprocess.run([p, "--version"])'
+    "$py" -c 'from tdebug.sanitize.compute_sanitizer import find_compute_sanitizer as f; import subprocess; p = f(); print(p); p and subprocess.run([p, "--version"])'
 } 2>&1 | tee "$out/environment.txt"
 "$py" -m pytest tests/gpu -m gpu -v -p no:cacheprovider -rs 2>&1 | tee "$out/pytest.txt"
 status=${PIPESTATUS[0]}

@@ -21,9 +21,9 @@ def _sanitizer(job: dict):
     if job.get("sanitize") is None:
         return None
     if job.get("engine") == "symbolic":
-        from .detect.symbolic import SymbolicSession as Session
+        from .sanitize.symbolic import SymbolicSession as Session
     else:
-        from .detect.session import SanitizerSession as Session
+        from .sanitize.session import SanitizerSession as Session
     session = Session(**job["sanitize"])
     session.install()
     return session
@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
             if job.get("lint"):
                 from .lint import lint_kernel as lint
             if job.get("guard"):
-                from .detect.guard import GuardSession as guard_factory
+                from .sanitize.guard_bands import GuardSession as guard_factory
             try:
                 run_spec_job(job, channel, target, sanitizer, lint=lint, guard_factory=guard_factory)
             except PlanError as e:

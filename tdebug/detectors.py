@@ -149,7 +149,7 @@ def lint_of(check: Run) -> Run:
 
 def story_job(target: Path, bug: BugEntry, opts: Options, engine: str) -> dict:
     """Launch target on the bug's story inputs, under a sanitizer engine."""
-    from .detect import sanitize_job
+    from .sanitize import sanitize_job
 
     argv = ["story", str(Path(target).resolve()), str(bug.path), bug.shape_text(), bug.dtype, bug.layout,
             str(opts.the_seed())]
@@ -173,7 +173,7 @@ def run_sanitizer(path: Path, bug: BugEntry | None, opts: Options, engine: str =
     """tdebug's interpreter sanitizer (engine tdebug) or triton-viz's symbolic one (engine symbolic).
     caught: a finding of a sanitizer kind (bounds, uninit, race, unwritten, assert, overflow for tdebug;
     any detection for symbolic). A bug's story launch counts too."""
-    from .detect import sanitize_job
+    from .sanitize import sanitize_job
 
     name = "sanitize" if engine == "tdebug" else "symbolic"
     allowed = SANITIZE_KINDS if engine == "tdebug" else None

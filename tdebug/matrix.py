@@ -83,7 +83,7 @@ def unavailable_detectors() -> dict[str, str]:
         if not gpu:
             out[d] = "needs a CUDA GPU"
     if gpu:
-        from .modes.compute_sanitizer import find_compute_sanitizer
+        from .sanitize.compute_sanitizer import find_compute_sanitizer
 
         if find_compute_sanitizer() is None:
             for d in ("gpu:memcheck", "gpu:initcheck", "gpu:racecheck"):
@@ -179,7 +179,7 @@ def _cell(run: Run) -> Cell:
 
 def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
     """compute-sanitizer tools, TRITON_DEBUG asserts and guard bands, on a GPU."""
-    from .detect import sanitize_job
+    from .sanitize import sanitize_job
 
     started = time.perf_counter()
     bug = row.bug
@@ -190,14 +190,14 @@ def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
     if bug is not None and bug.has_story_inputs and detector != "gpu:guard":
         job = story_job(row.path, bug, opts, "tdebug")  # the story's bad inputs, on the GPU
     if detector in ("gpu:memcheck", "gpu:initcheck", "gpu:racecheck"):
-        from .modes.compute_sanitizer import SOURCE, find_compute_sanitizer, run_tool
+        from .sanitize.compute_sanitizer import SOURCE, find_compute_sanitizer, run_tool
 
         run = run_tool(job, detector.split(":", 1)[1], find_compute_sanitizer() or "compute-sanitizer",
                        timeout=opts.timeout)
         kinds = tuple(sorted({f.check for c in run.result.cases for f in c.findings if f.source == SOURCE}))
         return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds)
     if detector == "gpu:debug":
-        from .modes.gpu_debug import run_debug
+        from .sanitize.gpu_debug import run_debug
 
         job.pop("sanitize", None)
         if job.get("plan"):

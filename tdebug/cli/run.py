@@ -68,7 +68,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         job["single"] = True
     interactive = break_lines is not None
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
-        from ..modes.gpu_debug import run_debug
+        from ..sanitize.gpu_debug import run_debug
 
         result = run_debug(job, timeout=timeout)
     else:

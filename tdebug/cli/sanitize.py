@@ -12,10 +12,10 @@ import click
 
 from ..catalogue.files import bug_files, kernel_files
 from ..catalogue.shapes import SHAPE
-from ..detect import CHECKS, sanitize_job
 from ..report import render
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
+from ..sanitize import CHECKS, sanitize_job
 from .common import TargetKind, classify_target, fresh_seed
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
@@ -26,7 +26,7 @@ def _gpu_ready() -> tuple[bool, str]:
 
     if not torch.cuda.is_available():
         return False, "no CUDA GPU is visible"
-    from ..modes.compute_sanitizer import find_compute_sanitizer
+    from ..sanitize.compute_sanitizer import find_compute_sanitizer
 
     if find_compute_sanitizer() is None:
         return False, "compute-sanitizer was not found (install the CUDA toolkit or put it on PATH)"
@@ -127,7 +127,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
                            shape=shape, dtype=dtype, layout=layout, config=config)
         started = time.perf_counter()
         if use_gpu:
-            from ..modes.compute_sanitizer import sanitize_on_gpu
+            from ..sanitize.compute_sanitizer import sanitize_on_gpu
 
             gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
             job.pop("sanitize")

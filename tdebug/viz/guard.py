@@ -128,7 +128,7 @@ def _elsize(ptrs) -> int:
 
 
 def install() -> None:
-    """Patch the interpreter (after tdebug.modes.interpret.install and before any launch)."""
+    """Patch the interpreter (after tdebug.interpreter.patches.install and before any launch)."""
     from triton.runtime import interpreter
     from triton.runtime.interpreter import TensorHandle
 

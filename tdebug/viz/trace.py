@@ -93,7 +93,7 @@ def _viz_tracer_class():
 
 
 def install(session: TraceSession) -> None:
-    """Trace every launch from now on; call after tdebug.modes.interpret.install() and guard.install()."""
+    """Trace every launch from now on; call after tdebug.interpreter.patches.install() and guard.install()."""
     global SESSION
     from triton.runtime.interpreter import InterpretedFunction
     from triton_viz.core.client import ClientManager

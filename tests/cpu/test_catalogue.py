@@ -10,7 +10,7 @@ import pytest
 
 from tdebug.catalogue.files import kernel_files
 from tdebug.checking import check_file
-from tdebug.detect import sanitize_file
+from tdebug.sanitize import sanitize_file
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = kernel_files(ROOT)

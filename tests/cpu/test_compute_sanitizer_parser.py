@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tdebug.modes import compute_sanitizer as cs
 from tdebug.report import Finding, render
 from tdebug.runtime.results import CaseResult, ChildLog, JobResult
+from tdebug.sanitize import compute_sanitizer as cs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compute_sanitizer"
 SCRIPTS = Path(__file__).resolve().parents[1] / "gpu" / "scripts"

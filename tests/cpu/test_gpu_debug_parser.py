@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tdebug.modes.gpu_debug import attach_asserts, kernel_at, parse_asserts
 from tdebug.report import Finding
 from tdebug.runtime.results import CaseResult, ChildLog, JobResult
+from tdebug.sanitize.gpu_debug import attach_asserts, kernel_at, parse_asserts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compute_sanitizer"
 SCRIPTS = Path(__file__).resolve().parents[1] / "gpu" / "scripts"

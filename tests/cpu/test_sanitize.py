@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebug.detect import sanitize_file
+from tdebug.sanitize import sanitize_file
 
 SCENARIOS = Path(__file__).parent / "data" / "sanitize_scenarios.py"
 

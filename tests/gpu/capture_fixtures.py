@@ -2,7 +2,7 @@
 
     python tests/gpu/capture_fixtures.py [OUT_DIR]      (default tests/fixtures/compute_sanitizer)
 
-Each log is what tdebug's parser reads: the tool's output as tdebug runs it (tdebug.modes.compute_sanitizer
+Each log is what tdebug's parser reads: the tool's output as tdebug runs it (tdebug.sanitize.compute_sanitizer
 .tool_command), with tdebug's case markers, or the debug-mode child's stderr. A summary of what the
 parser made of each log goes to OUT_DIR/summary.json.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tdebug.modes import compute_sanitizer as cs_mod  # noqa: E402
-from tdebug.modes.gpu_debug import parse_asserts, run_debug  # noqa: E402
+from tdebug.sanitize import compute_sanitizer as cs_mod  # noqa: E402
+from tdebug.sanitize.gpu_debug import parse_asserts, run_debug  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"

@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from tdebug.catalogue.files import bug_files, kernel_files  # noqa: E402
 from tdebug.catalogue.spec import load_target  # noqa: E402
-from tdebug.modes import compute_sanitizer as cs_mod  # noqa: E402
-from tdebug.modes.gpu_debug import run_debug  # noqa: E402
 from tdebug.runtime.harness import JobResult, run_job  # noqa: E402
+from tdebug.sanitize import compute_sanitizer as cs_mod  # noqa: E402
+from tdebug.sanitize.gpu_debug import run_debug  # noqa: E402
 
 MODES = ("plain", "guard", "debug", "memcheck", "initcheck", "racecheck")
 HUGE = 2**26  # a dimension this long (tensors of GBs) runs only under the detectors its BUG names

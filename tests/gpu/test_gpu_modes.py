@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tdebug.modes.compute_sanitizer import find_compute_sanitizer, sanitize_on_gpu
-from tdebug.modes.gpu_debug import run_debug
 from tdebug.runtime.harness import run_job
+from tdebug.sanitize.compute_sanitizer import find_compute_sanitizer, sanitize_on_gpu
+from tdebug.sanitize.gpu_debug import run_debug
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -1,5 +1,4 @@
-"""Interpreter detectors: the sanitizer (bounds, uninitialised reads, races, unwritten outputs, live
-device_assert and int32 overflow) and an adapter for triton-viz's symbolic sanitizer."""
+"""How `tdebug sanitize` launches a job (a catalogue file's cases or a script) under the interpreter sanitizer."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from pathlib import Path
 
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
-from .session import CHECKS
+from ..sanitize.session import CHECKS
 
 
 def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int | None = None,
