@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         if job["kind"] == "spec":
             lint = guard_factory = None
             if job.get("lint"):
-                from .lint import lint_kernel as lint
+                from .check.lint import lint_kernel as lint
             if job.get("guard"):
                 from .sanitize.guard_bands import GuardSession as guard_factory
             try:

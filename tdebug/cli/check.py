@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ..catalogue.files import kernel_files
-from ..checking import check_file
+from ..check.runner import check_file
 from ..report import Finding, render
 from ..runtime.results import JobResult, render_case
 from .common import TargetKind, classify_target, fresh_seed

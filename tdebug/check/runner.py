@@ -6,8 +6,8 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from .runtime.harness import run_job
-from .runtime.results import JobResult
+from ..runtime.harness import run_job
+from ..runtime.results import JobResult
 
 
 def check_file(path: str | Path, *, quick: bool = False, device: str = "cpu", seed: int | None = None,

@@ -12,8 +12,8 @@ import ast
 import inspect
 from pathlib import Path
 
-from .catalogue.spec import Target
-from .report import Finding
+from ..catalogue.spec import Target
+from ..report import Finding
 
 
 def _autotuners(module) -> dict[str, object]:
