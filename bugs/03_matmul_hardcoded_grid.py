@@ -22,7 +22,7 @@ import tdebug
 
 @functools.cache
 def _tuning_timer():
-    from tdebug.bench import Timer
+    from tdebug.bench.timing import Timer
 
     return Timer(warmup_ms=10, rep_ms=40, min_reps=25, max_reps=300)
 
@@ -32,7 +32,7 @@ def _gpu_time(kernel_call, quantiles):
     (tdebug.bench.Timer). Triton's default do_bench counts the host's launch time (over 100 us for a
     TMA launch) when a ~10 us product is quicker than its L2 flush, so it picks at random among the
     small-tile configs of a 1024^3 product."""
-    from tdebug.bench import quantile
+    from tdebug.bench.timing import quantile
 
     times, _ = _tuning_timer().samples_many([kernel_call])[0]
     return [quantile(times, q) for q in quantiles]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tdebug.bench_report import markdown  # noqa: E402
+from tdebug.bench.report import markdown  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

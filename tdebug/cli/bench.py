@@ -146,8 +146,8 @@ def _log(text: str) -> None:
 
 def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file: str | None,
         skipped: list[dict] | None = None) -> bool:
-    from ..bench import Options, Timer, bench_case, environment, measure_peaks, peaks_dict, row_dict
-    from ..bench_report import render_text, verdicts
+    from ..bench.report import render_text, verdicts
+    from ..bench.timing import Options, Timer, bench_case, environment, measure_peaks, peaks_dict, row_dict
 
     env = environment()
     _log(f"tdebug bench on {env.get('device')}: measuring the device's peaks")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tdebug.bench import (
+from tdebug.bench.report import MATMUL_SHAPES, judge, markdown, render_text, verdicts
+from tdebug.bench.timing import (
     Check,
     Peaks,
     Row,
@@ -24,7 +25,6 @@ from tdebug.bench import (
     row_dict,
     summarize,
 )
-from tdebug.bench_report import MATMUL_SHAPES, judge, markdown, render_text, verdicts
 from tdebug.catalogue.spec import load_target
 from tdebug.cli import bench as bench_cli
 from tdebug.cli import cli

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.gpu,
 
 
 def test_timer_measures_gpu_time_not_launch_overhead():
-    from tdebug.bench import Timer
+    from tdebug.bench.timing import Timer
 
     timer = Timer(warmup_ms=5, rep_ms=50)
     cycles = int(100 * timer._cycles_per_us)  # a 100 us spin
@@ -36,7 +36,7 @@ def test_timer_measures_gpu_time_not_launch_overhead():
 
 
 def test_peaks_are_plausible():
-    from tdebug.bench import Timer, measure_peaks
+    from tdebug.bench.timing import Timer, measure_peaks
 
     peaks = measure_peaks(Timer(warmup_ms=5, rep_ms=30))
     assert 100 < peaks.copy_gbps < 20000

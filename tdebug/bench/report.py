@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .bench import Row, Stats, geomean
+from .timing import Row, Stats, geomean
 
 MB = 2**20
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .catalogue.spec import Case, KernelSpec
+from ..catalogue.spec import Case, KernelSpec
 
 FLUSH_BYTES = 256 * 2**20  # larger than any L2 (50 MB on the H100)
 CHECK_BYTES = 512 * 2**20  # float64 working set above which the reference check runs on a smaller shape
@@ -198,7 +198,7 @@ def _copy_peak(timer: Timer) -> Stats:
 def _matmul_peak(timer: Timer, dtype: str) -> Stats:
     import torch
 
-    from .catalogue.inputs import torch_dtype
+    from ..catalogue.inputs import torch_dtype
 
     m, n, k = PEAK_MATMUL
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -417,8 +417,8 @@ def check_correctness(spec: KernelSpec, shape: tuple[int, ...], dtype: str, vari
     """Launch on poisoned outputs and compare with the float64 reference, as `tdebug check` does."""
     import torch
 
-    from .catalogue.compare import TOLERANCES, compare_outputs
-    from .catalogue.poison import poisoned_empty
+    from ..catalogue.compare import TOLERANCES, compare_outputs
+    from ..catalogue.poison import poisoned_empty
 
     cshape, note = check_shape(spec, shape)
     case = Case(cshape, dtype, "contiguous", seed, "cuda", None, variant)
@@ -442,7 +442,7 @@ def check_correctness(spec: KernelSpec, shape: tuple[int, ...], dtype: str, vari
 def count_unwritten(out) -> int:
     import torch
 
-    from .catalogue.poison import poison_mask
+    from ..catalogue.poison import poison_mask
 
     outs = out if isinstance(out, (tuple, list)) else (out,)
     return sum(int(poison_mask(o).sum()) for o in outs if isinstance(o, torch.Tensor))
@@ -467,7 +467,7 @@ def autotuners(module) -> list:
 
 
 def chosen_configs(tuners: Sequence) -> str:
-    from .interpreter.patches import config_text
+    from ..interpreter.patches import config_text
 
     parts = []
     for tuner in tuners:
@@ -518,7 +518,7 @@ def _time_full_size(spec: KernelSpec, module, row: Row, timer: Timer, opts: Opti
     ran on a smaller shape, then time ours and the baseline on the same inputs."""
     import torch
 
-    from .catalogue.poison import poisoned_empty
+    from ..catalogue.poison import poisoned_empty
 
     inputs = spec.make_inputs(Case(row.shape, opts.dtype, "contiguous", opts.seed, "cuda", None, row.variant))
     tuners = autotuners(module)
