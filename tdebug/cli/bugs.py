@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ..catalogue.files import repo_root
-from ..exercises import BugEntry, ExerciseError, Workspace, find_bug, load_bugs, solution_diff
+from ..exercises.workspace import BugEntry, ExerciseError, Workspace, find_bug, load_bugs, solution_diff
 
 
 def _rel(path: Path) -> str:
@@ -195,7 +195,7 @@ def check(ctx: click.Context, bug_id: str, quick: bool, seed: int | None, timeou
     PASS only when the symptom is gone, every case matches the fixed kernel's reference, and the
     detectors that caught the bug are silent. Exit 0 on PASS, 1 otherwise.
     """
-    from ..exercise_check import check_exercise
+    from ..exercises.judge import check_exercise
 
     if timeout <= 0:
         raise click.BadParameter("must be positive", param_hint="--timeout")
@@ -275,7 +275,7 @@ def matrix(only, with_kernels, detectors, expected_only, full, jobs, seed, timeo
     """Every bug and every fixed kernel against every detector available here: caught / missed / n/a, and
     the seconds each took. Exit 1 when a cell contradicts the bugs' expected detectors or a fixed
     kernel is flagged."""
-    from ..matrix import DETECTORS, disagreements, run_matrix, to_text, write_markdown
+    from ..exercises.matrix import DETECTORS, disagreements, run_matrix, to_text, write_markdown
 
     bad = [d for d in detectors if d not in DETECTORS]
     if bad:

@@ -10,7 +10,7 @@ import pytest
 
 from tdebug.catalogue.spec import Bug, has_spec, load_target
 from tdebug.cli.bugs import repro_command
-from tdebug.exercises import (
+from tdebug.exercises.workspace import (
     CLEAN,
     DETECTOR_NAMES,
     GPU_DETECTORS,
@@ -102,7 +102,7 @@ def test_find_bug_by_number_name_or_path():
     third = BUGS[2]
     for ident in ("3", "03", third.name, third.path.stem, f"bugs/{third.name}"):
         assert find_bug(ident, BUGS) is third
-    from tdebug.exercises import ExerciseError
+    from tdebug.exercises.workspace import ExerciseError
 
     with pytest.raises(ExerciseError, match="no bug"):
         find_bug("99", BUGS)

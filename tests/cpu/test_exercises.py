@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from tdebug.cli import cli
-from tdebug.exercise_check import check_exercise
-from tdebug.exercises import ExerciseError, Workspace, apply_fix, find_bug, load_bugs
+from tdebug.exercises.judge import check_exercise
+from tdebug.exercises.workspace import ExerciseError, Workspace, apply_fix, find_bug, load_bugs
 
 ROOT = Path(__file__).resolve().parents[2]
 BUGS = load_bugs(ROOT)

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from tdebug.catalogue.files import kernel_files
-from tdebug.exercises import find_bug, load_bugs
-from tdebug.matrix import (
+from tdebug.exercises.matrix import (
     CAUGHT,
     MISSED,
     NA,
@@ -24,6 +23,7 @@ from tdebug.matrix import (
     to_text,
     unavailable_detectors,
 )
+from tdebug.exercises.workspace import find_bug, load_bugs
 
 ROOT = Path(__file__).resolve().parents[2]
 BUGS = load_bugs(ROOT)

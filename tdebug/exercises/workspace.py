@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalogue.files import repo_root
+from ..catalogue.files import repo_root
 
 GPU_DETECTORS = ("bench", "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard")
 SANITIZE_KINDS = ("bounds", "uninit", "race", "unwritten", "assert", "overflow")

@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .exercises import SANITIZE_KINDS, BugEntry
-from .runtime.harness import run_job
-from .runtime.results import JobResult
+from ..runtime.harness import run_job
+from ..runtime.results import JobResult
+from .workspace import SANITIZE_KINDS, BugEntry
 
 CAUGHT, MISSED, ERROR = "caught", "missed", "error"
 NOT_FINDINGS = frozenset({"exception", "no-kernel", "dtype", "crash", "hang"})  # a run's failure, not a detection
-PROBE = Path(__file__).with_name("exercise_probe.py")
+PROBE = Path(__file__).with_name("probe.py")
 PROBE_MARK = "TDEBUG_PROBE "
 
 
@@ -149,7 +149,7 @@ def lint_of(check: Run) -> Run:
 
 def story_job(target: Path, bug: BugEntry, opts: Options, engine: str) -> dict:
     """Launch target on the bug's story inputs, under a sanitizer engine."""
-    from .sanitize import sanitize_job
+    from ..sanitize import sanitize_job
 
     argv = ["story", str(Path(target).resolve()), str(bug.path), bug.shape_text(), bug.dtype, bug.layout,
             str(opts.the_seed())]
@@ -173,7 +173,7 @@ def run_sanitizer(path: Path, bug: BugEntry | None, opts: Options, engine: str =
     """tdebug's interpreter sanitizer (engine tdebug) or triton-viz's symbolic one (engine symbolic).
     caught: a finding of a sanitizer kind (bounds, uninit, race, unwritten, assert, overflow for tdebug;
     any detection for symbolic). A bug's story launch counts too."""
-    from .sanitize import sanitize_job
+    from ..sanitize import sanitize_job
 
     name = "sanitize" if engine == "tdebug" else "symbolic"
     allowed = SANITIZE_KINDS if engine == "tdebug" else None

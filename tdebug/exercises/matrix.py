@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalogue.files import kernel_files, repo_root
+from ..catalogue.files import kernel_files, repo_root
 from .detectors import CAUGHT, ERROR, MISSED, Options, Run, lint_of, run_check, run_sanitizer, story_job
-from .exercises import BugEntry, load_bugs
+from .workspace import BugEntry, load_bugs
 
 DETECTORS = ("check", "lint", "sanitize", "symbolic", "bench",
              "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard")
@@ -83,7 +83,7 @@ def unavailable_detectors() -> dict[str, str]:
         if not gpu:
             out[d] = "needs a CUDA GPU"
     if gpu:
-        from .sanitize.compute_sanitizer import find_compute_sanitizer
+        from ..sanitize.compute_sanitizer import find_compute_sanitizer
 
         if find_compute_sanitizer() is None:
             for d in ("gpu:memcheck", "gpu:initcheck", "gpu:racecheck"):
@@ -179,7 +179,7 @@ def _cell(run: Run) -> Cell:
 
 def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
     """compute-sanitizer tools, TRITON_DEBUG asserts and guard bands, on a GPU."""
-    from .sanitize import sanitize_job
+    from ..sanitize import sanitize_job
 
     started = time.perf_counter()
     bug = row.bug
@@ -190,14 +190,14 @@ def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
     if bug is not None and bug.has_story_inputs and detector != "gpu:guard":
         job = story_job(row.path, bug, opts, "tdebug")  # the story's bad inputs, on the GPU
     if detector in ("gpu:memcheck", "gpu:initcheck", "gpu:racecheck"):
-        from .sanitize.compute_sanitizer import SOURCE, find_compute_sanitizer, run_tool
+        from ..sanitize.compute_sanitizer import SOURCE, find_compute_sanitizer, run_tool
 
         run = run_tool(job, detector.split(":", 1)[1], find_compute_sanitizer() or "compute-sanitizer",
                        timeout=opts.timeout)
         kinds = tuple(sorted({f.check for c in run.result.cases for f in c.findings if f.source == SOURCE}))
         return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds)
     if detector == "gpu:debug":
-        from .sanitize.gpu_debug import run_debug
+        from ..sanitize.gpu_debug import run_debug
 
         job.pop("sanitize", None)
         if job.get("plan"):
@@ -206,7 +206,7 @@ def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
         kinds = tuple(sorted({c.status for c in result.cases if c.status in ("assert", "overflow")}))
         return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds)
     if detector == "gpu:guard":
-        from .check.runner import check_file
+        from ..check.runner import check_file
 
         kwargs = ({"shapes": [bug.shape], "dtypes": [bug.dtype], "layouts": [bug.layout]} if single
                   else {"quick": opts.quick})

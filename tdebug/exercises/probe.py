@@ -1,10 +1,10 @@
 """Exercise probes, run by the worker as a script (python path, never imported by tdebug itself).
 
-    exercise_probe.py story TARGET BUG_FILE SHAPE DTYPE LAYOUT SEED
+    probe.py story TARGET BUG_FILE SHAPE DTYPE LAYOUT SEED
         Launch TARGET's kernel once on the inputs of BUG_FILE's story_inputs(case): inputs a correct
         kernel must refuse (e.g. a token id past the vocabulary). An exception or a device_assert is the
         worker's to report; a launch that completes prints its outcome.
-    exercise_probe.py user_check TARGET FIXED_FILE SHAPES DTYPE LAYOUT SEED
+    probe.py user_check TARGET FIXED_FILE SHAPES DTYPE LAYOUT SEED
         Judge TARGET's user_check(out, ref): it must accept the kernel's output on every shape of SHAPES
         (129x127x65,64x64x2048) and reject wrong outputs made from it.
 
@@ -35,8 +35,8 @@ def _device() -> str:
 
 
 def story(target: str, bug_file: str, shape: str, dtype: str, layout: str, seed: str) -> None:
-    from .catalogue.poison import poisoned_empty
-    from .catalogue.spec import Case, import_file, load_target
+    from tdebug.catalogue.poison import poisoned_empty
+    from tdebug.catalogue.spec import Case, import_file, load_target
 
     copy = load_target(target)
     # The story's inputs come from the pristine bug file (under its own module name: it shares the copy's stem).
@@ -68,8 +68,8 @@ def _wrong_outputs(out, ref) -> list[tuple[str, object]]:
 def user_check(target: str, fixed_file: str, shapes: str, dtype: str, layout: str, seed: str) -> None:
     import torch
 
-    from .catalogue.poison import poisoned_empty
-    from .catalogue.spec import Case, load_target
+    from tdebug.catalogue.poison import poisoned_empty
+    from tdebug.catalogue.spec import Case, load_target
 
     copy = load_target(target)
     judge = load_target(fixed_file).spec

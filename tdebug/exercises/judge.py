@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..report import render
+from ..runtime.results import JobResult
 from .detectors import (
     CAUGHT,
     PROBE,
@@ -39,9 +41,7 @@ from .detectors import (
     run_sanitizer,
     story_job,
 )
-from .exercises import BugEntry
-from .report import render
-from .runtime.results import JobResult
+from .workspace import BugEntry
 
 # What the story's bad inputs must not cause. (An assert that stops the launch leaves outputs unwritten: fine.)
 MEMORY_KINDS = ("bounds", "uninit", "race")
@@ -66,7 +66,7 @@ class ExerciseResult:
 
 
 def _case_details(result: JobResult, limit: int = 3) -> list[str]:
-    from .runtime.results import render_case
+    from ..runtime.results import render_case
 
     lines: list[str] = []
     if result.fatal:
