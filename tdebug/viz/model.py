@@ -5,7 +5,7 @@ ranks as one 2-D slice (the last two dimensions) per index of the leading ones. 
 a margin (rows above/below, columns left/right) where accesses that fall outside the tensor are drawn.
 Canvas cell (s, y, x) is logical (lead index s, row y - mt, column x - ml).
 
-The child process (tdebug.viz.worker) writes one LaunchMap per kernel launch as an .npz plus a .json;
+The child process (tdebug.viz.trace_child) writes one LaunchMap per kernel launch as an .npz plus a .json;
 the parent (tdebug viz) reads them back and draws PNGs and the HTML page.
 """
 

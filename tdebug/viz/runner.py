@@ -1,6 +1,6 @@
 """The parent side of `tdebug viz`: run the traced launch in a child process and read back its maps.
 
-The child (python -m tdebug.viz.worker) runs with TRITON_INTERPRET=1 (tdebug.runtime.harness.child_env) and
+The child (python -m tdebug.viz.trace_child) runs with TRITON_INTERPRET=1 (tdebug.runtime.harness.child_env) and
 writes one LaunchMap per launch to a temporary directory as soon as the launch ends, so a child that
 dies mid-way (a segfault, a timeout) still leaves the launches before it to draw.
 """
@@ -54,7 +54,7 @@ def _job_file(job: dict, workdir: Path) -> Path:
 
 
 def _command(job_path: Path) -> list[str]:
-    return [sys.executable, "-m", "tdebug.viz.worker", str(job_path)]
+    return [sys.executable, "-m", "tdebug.viz.trace_child", str(job_path)]
 
 
 def trace(job: dict, timeout: float = 300.0, meanwhile: Callable[[], None] | None = None) -> TraceResult:

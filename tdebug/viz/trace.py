@@ -1,6 +1,6 @@
 """Trace every kernel launch of this process with triton-viz's Tracer and reduce it to a LaunchMap.
 
-Runs in the child process (tdebug.viz.worker), with TRITON_INTERPRET=1 set before Triton was imported.
+Runs in the child process (tdebug.viz.trace_child), with TRITON_INTERPRET=1 set before Triton was imported.
 Every launch goes through InterpretedFunction.run, so patching that one method traces catalogue
 kernels, autotuned kernels (after tdebug's autotune pinning picked a config) and kernels of arbitrary
 scripts alike, with no change to their source. (Wrapping a kernel with `triton_viz.trace()` instead
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .guard import GUARD
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
+from .safe_launch import GUARD
 
 DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int32": "int32",
                "int64": "int64", "int8": "int8", "uint8": "uint8", "int16": "int16", "bool": "bool"}
@@ -93,7 +93,7 @@ def _viz_tracer_class():
 
 
 def install(session: TraceSession) -> None:
-    """Trace every launch from now on; call after tdebug.interpreter.patches.install() and guard.install()."""
+    """Trace every launch from now on; call after tdebug.interpreter.patches.install() and safe_launch.install()."""
     global SESSION
     from triton.runtime.interpreter import InterpretedFunction
     from triton_viz.core.client import ClientManager

@@ -13,7 +13,7 @@ from tdebug.catalogue.shapes import parse_shape
 from tdebug.catalogue.spec import Case, load_target
 from tdebug.interpreter.patches import STATE
 from tdebug.viz import trace
-from tdebug.viz.worker import case_shape, default_config
+from tdebug.viz.trace_child import case_shape, default_config
 
 
 def launch(name: str, spec_text: str) -> None:

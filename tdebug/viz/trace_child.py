@@ -4,7 +4,7 @@ Started by tdebug.viz.runner with TRITON_INTERPRET=1 already in its environment,
 import. A kernel that still crashes the interpreter kills only this process; the launches finished
 before it are on disk already.
 
-Usage: python -m tdebug.viz.worker JOB.json
+Usage: python -m tdebug.viz.trace_child JOB.json
 Job keys: kind ("spec" | "script"), target, argv, shape, dtype, layout, seed, config, variant, pid, out,
 serve (null, or {"port": N}: afterwards, serve triton-viz's visualizer on 127.0.0.1:N until killed).
 Writes out/launchNNN.{npz,json} per launch and out/result.json at the end.
@@ -138,15 +138,15 @@ def main(argv: list[str]) -> int:
     out = Path(job["out"])
     out.mkdir(parents=True, exist_ok=True)
     if os.environ.get("TRITON_INTERPRET") != "1":
-        raise SystemExit("tdebug.viz.worker needs TRITON_INTERPRET=1 in its environment")
+        raise SystemExit("tdebug.viz.trace_child needs TRITON_INTERPRET=1 in its environment")
     os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
     if job.get("serve") is None:
         skip_visualizer()
     from ..interpreter import patches as interpret
-    from . import guard, trace
+    from . import safe_launch, trace
 
     interpret.install()
-    guard.install()
+    safe_launch.install()
     pid = tuple(job["pid"]) if job.get("pid") is not None else None
     session = trace.TraceSession(sink=lambda launch: save_launch(launch, out), pid=pid,
                                  keep_for_server=job.get("serve") is not None)
@@ -167,7 +167,7 @@ def main(argv: list[str]) -> int:
         result["error"] = finding.message + where
         result["traceback"] = traceback.format_exc()
     result["launches"] = session.count
-    result["blocked_lanes"] = guard.GUARD.blocked_lanes
+    result["blocked_lanes"] = safe_launch.GUARD.blocked_lanes
     _write_result(out, result)
     if job.get("serve") is not None and session.count:
         serve(int(job["serve"]["port"]))
