@@ -1,3 +1,5 @@
+"""`python -m tdebug`: the command line."""
+
 from tdebug.cli import main
 
 main()
