@@ -32,6 +32,18 @@ def _sanitizer(job: dict):
 def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[0]).read_text())
     channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
+    try:
+        return _run(job, channel)
+    except Exception as exc:  # noqa: BLE001 - whatever escaped the cases is tdebug's failure: one line, exit 3
+        finding = exception_finding(exc)
+        if finding.check != "internal":
+            where = f" ({finding.file}:{finding.line})" if finding.file else ""
+            finding.message = f"tdebug could not finish the job: {finding.message}{where}"
+        channel.send("fatal", message=finding.message, usage=False)
+        return 3
+
+
+def _run(job: dict, channel: Channel) -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import patches as interpret
 

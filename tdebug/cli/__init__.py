@@ -8,7 +8,8 @@ import click
 
 
 class TdebugGroup(click.Group):
-    """A group whose user errors end with one line on stderr and exit code 2 (no usage block, no traceback)."""
+    """A group whose errors end with one line on stderr (no usage block, no traceback): exit code 2 for a
+    usage error, 3 for anything else that stopped tdebug (never 0 after an exception)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
@@ -19,12 +20,20 @@ class TdebugGroup(click.Group):
         except click.exceptions.Abort:
             click.echo("tdebug: aborted", err=True)
             sys.exit(130)
+        except click.UsageError as e:
+            click.echo(f"tdebug: error: {e.format_message()}", err=True)
+            sys.exit(2)
         except click.ClickException as e:
             click.echo(f"tdebug: error: {e.format_message()}", err=True)
-            sys.exit(e.exit_code)
+            sys.exit(3)
         except KeyboardInterrupt:
             click.echo("tdebug: interrupted", err=True)
             sys.exit(130)
+        except Exception as e:  # noqa: BLE001 - a bug in tdebug: one line, exit 3
+            from ..interpreter.versions import triton_label
+
+            click.echo(f"tdebug: internal error in tdebug ({triton_label()}): {type(e).__name__}: {e}", err=True)
+            sys.exit(3)
 
 
 @click.group(cls=TdebugGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,8 +53,11 @@ def cli() -> None:
 
 def _register() -> None:
     from . import bench, bugs, check, run, sanitize, viz
+    from .common import EXIT_CODES
 
+    cli.epilog = EXIT_CODES
     for module in (run, check, sanitize, viz, bench, bugs):
+        module.command.epilog = EXIT_CODES
         cli.add_command(module.command)
 
 

@@ -99,7 +99,7 @@ def command(targets, all_, shapes, dtype, json_file, seed, warmup_ms, rep_ms) ->
     if all_:
         paths += [p for p in all_targets() if p.resolve() not in {q.resolve() for q in paths}]
     if not gpu_available():
-        raise click.UsageError(NO_GPU)
+        raise click.ClickException(NO_GPU)  # a missing GPU: tdebug cannot do the job here (exit 3)
     for knob in ("TRITON_INTERPRET",):  # compiled kernels only: the interpreter is read at import
         os.environ.pop(knob, None)
     plan, skipped = [], []

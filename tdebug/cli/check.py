@@ -14,7 +14,7 @@ from ..catalogue.files import kernel_files
 from ..check.runner import check_file
 from ..report import Finding, render
 from ..runtime.results import JobResult, render_case
-from .common import TargetKind, classify_target, fresh_seed
+from .common import CouldNotRun, TargetKind, classify_target, could_not_run, exit_code, fresh_seed
 
 
 def resolve_device(device: str) -> str:
@@ -24,7 +24,7 @@ def resolve_device(device: str) -> str:
 
     has_gpu = torch.cuda.is_available()
     if device == "cuda" and not has_gpu:
-        raise click.UsageError("--device cuda: no CUDA GPU is visible")
+        raise CouldNotRun("--device cuda: no CUDA GPU is visible")
     return "cuda" if has_gpu else "cpu"
 
 
@@ -109,4 +109,5 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         Path(json_path).write_text(json.dumps(payload, indent=1, default=str))
         click.echo(f"wrote {json_path}")
     failed = totals["fail"] > 0 or lint_count > 0
-    raise SystemExit(1 if failed else 0)
+    incomplete = any(r.fatal for _, r in results) | could_not_run(c for _, r in results for c in r.cases)
+    raise SystemExit(exit_code(failed, incomplete))

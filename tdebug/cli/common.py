@@ -10,6 +10,31 @@ import click
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS, has_spec
 
+EXIT_CODES = ("Exit codes: 0 clean / all pass; 1 findings or failures; 2 usage error; 3 tdebug could not do "
+              "the job (an internal error, a kernel the interpreter cannot run, a missing tool).")
+COULD_NOT_RUN = frozenset({"internal", "unsupported"})  # case statuses: tdebug did not check the case
+
+
+class CouldNotRun(click.ClickException):
+    """tdebug could not do the job (not the user's mistake, not a finding): exit code 3."""
+
+    exit_code = 3
+
+
+def could_not_run(cases) -> bool:
+    """Say on stderr, one line each, why cases could not be checked; True when any could not."""
+    said = set()
+    for case in cases:
+        if case.status in COULD_NOT_RUN and case.error not in said:
+            said.add(case.error)
+            click.echo(f"tdebug: error: {case.label}: {case.error}", err=True)
+    return bool(said)
+
+
+def exit_code(failed: bool, incomplete: bool) -> int:
+    """3 when part of the job could not be done (whatever else was found), else 1 on failures, else 0."""
+    return 3 if incomplete else 1 if failed else 0
+
 
 class TargetKind:
     SPEC = "spec"

@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from ..interpreter.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
+from ..interpreter.versions import triton_label
 from ..runtime.harness import run_job
 from ..runtime.results import render_case
-from .common import TargetKind, case_options, classify_target, fresh_seed
+from .common import COULD_NOT_RUN, CouldNotRun, TargetKind, case_options, classify_target, could_not_run, fresh_seed
 
 
 def gpu_available() -> bool:
@@ -40,10 +41,10 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     """
     kind = classify_target(target)
     if mode == "interpret" and dtype == "bf16":
-        raise click.UsageError("bf16 gives wrong results in Triton 3.6's interpreter: use fp32 or fp16 "
+        raise click.UsageError(f"bf16 gives wrong results in {triton_label()}'s interpreter: use fp32 or fp16 "
                                "here, or --mode debug on a GPU")
     if mode == "debug" and not gpu_available():
-        raise click.UsageError("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
+        raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
     if timeout <= 0:
         raise click.BadParameter("must be positive", param_hint="--timeout")
     try:
@@ -74,18 +75,20 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     else:
         result = run_job(job, mode="interpret", timeout=None if interactive else timeout, interactive=interactive)
     if result.fatal:
-        raise (click.UsageError if result.fatal_usage else click.ClickException)(result.fatal)
+        raise (click.UsageError if result.fatal_usage else CouldNotRun)(result.fatal)
     if kind == TargetKind.SPEC:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
     failed = False
     for case in result.cases:
-        if kind == TargetKind.SCRIPT and case.ok:
+        if (kind == TargetKind.SCRIPT and case.ok) or case.status in COULD_NOT_RUN:
             continue
         for line in render_case(case):
             click.echo(line)
         failed |= not case.ok
+    if could_not_run(result.cases):
+        raise SystemExit(3)
     if kind == TargetKind.SCRIPT and result.cases:
         code = result.cases[0].exit_code
         if failed or code:
-            raise SystemExit(code if code and 0 < code < 128 else 1)
+            raise SystemExit(1)  # the script's own exit code is in the report; tdebug's codes mean one thing
     raise SystemExit(1 if failed else 0)

@@ -12,11 +12,12 @@ import click
 
 from ..catalogue.files import bug_files, kernel_files
 from ..catalogue.shapes import SHAPE
+from ..interpreter.versions import triton_viz_problem
 from ..report import render
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
 from ..sanitize import CHECKS, sanitize_job
-from .common import TargetKind, classify_target, fresh_seed
+from .common import COULD_NOT_RUN, CouldNotRun, TargetKind, classify_target, could_not_run, exit_code, fresh_seed
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
 
@@ -36,6 +37,8 @@ def _gpu_ready() -> tuple[bool, str]:
 def _findings_summary(result: JobResult) -> Counter:
     counts: Counter = Counter()
     for case in result.cases:
+        if case.status in COULD_NOT_RUN:  # said on stderr: not a finding about the kernel
+            continue
         for f in case.findings:
             counts[f.check] += 1
     return counts
@@ -45,7 +48,7 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
     shown = 0
     seen = set()
     for case in result.cases:
-        if case.status == "pass":
+        if case.status == "pass" or case.status in COULD_NOT_RUN:
             continue
         header = f"{case.status.upper()} {case.label}" + (f": {case.error}" if case.error else "")
         click.echo(header)
@@ -85,7 +88,8 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
 def command(target, script_args, device, tools, engine, checks, shape, dtype, layout, config, full, seed,
             max_findings, json_path, keep_log, timeout) -> None:
     """Sanitize TARGET (a catalogue file or any script; its arguments after --), or with no TARGET the
-    whole catalogue (kernels/ and bugs/). Exit 1 when anything is found, 0 when clean.
+    whole catalogue (kernels/ and bugs/). Exit 0 when clean, 1 when anything is found, 3 when a case
+    could not be checked.
 
     \b
     CPU checks: bounds (every address against the elements each tensor view really spans, before the
@@ -93,12 +97,14 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     element, one of them storing, without atomics), unwritten (output elements no program wrote),
     assert (tl.device_assert, live), overflow (int32 offset arithmetic).
     """
+    if engine == "symbolic" and (problem := triton_viz_problem()):
+        raise click.UsageError(f"--engine symbolic {problem}")
     seed = fresh_seed() if seed is None else seed
     use_gpu = False
     if device in ("auto", "cuda"):
         ready, why = _gpu_ready()
         if device == "cuda" and not ready:
-            raise click.UsageError(f"--device cuda: {why}")
+            raise CouldNotRun(f"--device cuda: {why}")
         use_gpu = ready
         if device == "auto" and not ready:
             click.echo(f"tdebug sanitize: {why}; using the interpreter sanitizer on the CPU", err=True)
@@ -120,7 +126,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             raise click.UsageError("no TARGET given and no catalogue found (kernels/, bugs/)")
     report = []
     rows = []
-    any_found = False
+    any_found = incomplete = False
     for path, kind in targets:
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
                            max_findings=0, engine=engine, argv=list(script_args), single=shape is not None,
@@ -138,11 +144,13 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             result = run_job(job, mode="interpret", timeout=timeout)
         elapsed = time.perf_counter() - started
         if result.fatal:
-            raise (click.UsageError if result.fatal_usage else click.ClickException)(f"{path}: {result.fatal}")
+            raise (click.UsageError if result.fatal_usage else CouldNotRun)(f"{path}: {result.fatal}")
+        incomplete |= could_not_run(result.cases)
         counts = _findings_summary(result)
-        found = bool(counts) or any(c.status != "pass" for c in result.cases)
+        found = bool(counts) or any(c.status != "pass" and c.status not in COULD_NOT_RUN for c in result.cases)
+        unchecked = any(c.status in COULD_NOT_RUN for c in result.cases)
         any_found |= found
-        rows.append((path, counts, elapsed, len(result.cases), found))
+        rows.append((path, counts, elapsed, len(result.cases), found, unchecked))
         if len(targets) == 1:
             _render_result(result, path, max_findings)
         report.append({"target": path, "seconds": elapsed, "cases": [
@@ -150,15 +158,17 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             for c in result.cases]})
     if len(targets) > 1:
         click.echo(f"{'file':48s} {'cases':>5s}  {'findings':30s} {'time':>7s}")
-        for path, counts, elapsed, n, found in rows:
-            text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or ("clean" if not found else "failed")
+        for path, counts, elapsed, n, found, unchecked in rows:
+            text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or (
+                "NOT CHECKED" if unchecked else "clean" if not found else "failed")
             click.echo(f"{Path(path).parent.name + '/' + Path(path).name:48s} {n:5d}  {text:30s} {elapsed:6.1f}s")
     else:
-        path, counts, elapsed, n, found = rows[0]
-        verdict = "clean" if not found else ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "failed"
+        path, counts, elapsed, n, found, unchecked = rows[0]
+        verdict = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or (
+            "not checked" if unchecked else "clean" if not found else "failed")
         click.echo(f"tdebug sanitize {path}: {verdict} ({n} case(s), {elapsed:.1f} s, "
                    f"{'compute-sanitizer' if use_gpu else engine + ' engine'}, seed {seed})")
     if json_path:
         Path(json_path).write_text(json.dumps({"seed": seed, "gpu": use_gpu, "engine": engine, "targets": report},
                                               indent=1, default=str))
-    raise SystemExit(1 if any_found else 0)
+    raise SystemExit(exit_code(any_found, incomplete))

@@ -13,6 +13,7 @@ import click
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS
 from ..interpreter.breakpoints import BreakpointError, parse_pid
+from ..interpreter.versions import triton_label, triton_viz_problem
 from .common import TargetKind, classify_target
 
 if TYPE_CHECKING:
@@ -60,7 +61,9 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
         target = str(chosen.path)
     kind = classify_target(target)
     if dtype == "bf16":
-        raise click.UsageError("bf16 gives wrong results in Triton 3.6's CPU interpreter: use fp32 or fp16")
+        raise click.UsageError(f"bf16 gives wrong results in {triton_label()}'s CPU interpreter: use fp32 or fp16")
+    if serve and (problem := triton_viz_problem()):
+        raise click.UsageError(f"--serve {problem} (the heatmaps work without it: drop --serve)")
     if timeout <= 0:
         raise click.BadParameter("must be positive", param_hint="--timeout")
     try:
@@ -129,7 +132,7 @@ def _report(result: TraceResult, target: str, out_dir: Path) -> int:
     problem = result.crashed or result.info.get("error", "")
     if problem:
         click.echo(f"tdebug viz: {problem} (the pictures show what ran until then)", err=True)
-        return 1
+        return 3 if result.info.get("internal") else 1
     return 0
 
 

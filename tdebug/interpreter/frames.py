@@ -38,3 +38,24 @@ def user_frame(start=None):
 def current_pid() -> tuple[int, int, int]:
     from triton.runtime.interpreter import interpreter_builder
     return tuple(interpreter_builder.grid_idx or (0, 0, 0))
+
+
+class KernelError(Exception):
+    """Raised by tdebug on purpose about the kernel (a device_assert that failed, a dtype the interpreter
+    computes wrong): reported as the kernel's, never as an internal error of tdebug."""
+
+
+def raised_in_tdebug(exc: BaseException) -> bool:
+    """Did tdebug's own code raise this (a bug in tdebug, or a Triton internal it no longer fits)?
+
+    True when the innermost frame of the traceback is in the tdebug package and the exception is not a
+    KernelError; an exception raised in Triton, numpy, torch or the user's code is the kernel's."""
+    if isinstance(exc, KernelError):
+        return False
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    return tb.tb_frame.f_code.co_filename.startswith(package)

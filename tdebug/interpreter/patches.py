@@ -1,13 +1,15 @@
-"""Patches that make Triton 3.6's CPU interpreter a debugging tool. Installed in the child process,
-after TRITON_INTERPRET=1 is set and before any kernel runs:
+"""Patches that make Triton's CPU interpreter a debugging tool. Installed in the child process, after
+TRITON_INTERPRET=1 is set and before any kernel runs, all through versions.patch (Triton 3.6 to 3.9):
 
 - tl.device_assert fires (Triton skips it: InterpreterOptions.debug is always False), reporting the
   message, the kernel's source line, the program id and how many lanes failed. This also turns on the
   interpreter's int32 overflow checks, which are built on device_assert.
 - @triton.autotune runs one pinned config instead of benchmarking through a GPU driver (which crashes
   with "0 active drivers" on a CPU-only machine); which config ran is recorded.
-- bf16 is refused (Triton 3.6's interpreter computes wrong bf16 results).
+- bf16 is refused (the interpreter computes wrong bf16 results, 3.6 to 3.9 alike).
 - every launch is recorded (kernel name, grid, config) so a caller can tell that a Triton kernel ran.
+- Triton 3.6 under numpy >= 2.4: `range()` over a scalar tensor works (3.6's tl.tensor.__index__ calls
+  int() on a 1-element array, which numpy 2.4 refuses; 3.7 squeezes it first, and so does this patch).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .frames import current_pid, user_frame
+from .frames import KernelError, current_pid, user_frame
+from .versions import TRITON, bind, patch, triton_label
 
 
-class DeviceAssertError(AssertionError):
+class DeviceAssertError(KernelError, AssertionError):
     def __init__(self, message: str, file: str, line: int, pid: tuple[int, ...], failed: int, total: int,
                  kind: str = "assert") -> None:
         self.message, self.file, self.line, self.pid = message, file, line, pid
@@ -31,8 +34,8 @@ class DeviceAssertError(AssertionError):
                          f"({failed} of {total} lanes)")
 
 
-class UnsupportedDtypeError(TypeError):
-    pass
+class UnsupportedDtypeError(KernelError, TypeError):
+    """A dtype the interpreter computes wrong: the run is refused (exit code 3), not reported as a bug."""
 
 
 @dataclass
@@ -59,18 +62,23 @@ def _enable_device_assert() -> None:
     builder = interpreter.interpreter_builder
     builder.options = dataclasses.replace(builder.options, debug=True)
 
-    def create_assert(condition, message):
-        data = np.asarray(condition.data)
-        if bool(data.all()):
-            return None
-        frame = user_frame()
-        file = frame.f_code.co_filename if frame else ""
-        line = frame.f_lineno if frame else 0
-        kind = "overflow" if "overflow detected" in str(message) else "assert"
-        raise DeviceAssertError(str(message), file, line, current_pid(), int((~data.astype(bool)).sum()),
-                                int(data.size), kind=kind)
+    def make(original):
+        def create_assert(*args, **kwargs):
+            call = bind(original, args, kwargs)
+            data = np.asarray(call.arguments["condition"].data)
+            if bool(data.all()):
+                return None
+            message = str(call.arguments["message"])
+            frame = user_frame()
+            file = frame.f_code.co_filename if frame else ""
+            line = frame.f_lineno if frame else 0
+            kind = "overflow" if "overflow detected" in message else "assert"
+            raise DeviceAssertError(message, file, line, current_pid(), int((~data.astype(bool)).sum()),
+                                    int(data.size), kind=kind)
 
-    builder.create_assert = create_assert
+        return create_assert
+
+    patch(builder, "create_assert", make)
 
 
 def config_text(config) -> str:
@@ -89,7 +97,7 @@ def pin_autotune() -> None:
     from triton.runtime import autotuner
     from triton.runtime.errors import OutOfResources
 
-    def run(self, *args, **kwargs):
+    def run(self, *args, **kwargs):  # Autotuner.run(self, *args, **kwargs) in 3.6 to 3.9
         self.nargs = dict(zip(self.arg_names, args))
         want = STATE.config_index or 0
         if want >= len(self.configs):
@@ -119,45 +127,68 @@ def pin_autotune() -> None:
         finally:
             self.nargs = None
 
-    autotuner.Autotuner.run = run
+    patch(autotuner.Autotuner, "run", lambda original: run)
+
+
+def _refuse_bf16(original):
+    import torch
+
+    def _init_args_hst(*args, **kwargs):
+        call = bind(original, args, kwargs)
+        values = list(call.arguments["args_dev"]) + list(call.arguments["kwargs"].values())
+        for a in values:
+            if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:
+                raise UnsupportedDtypeError(
+                    f"bf16 gives wrong results in {triton_label()}'s CPU interpreter; use fp32/fp16 here, "
+                    "or bf16 on a GPU (--mode debug / tdebug check --device cuda)")
+        return original(*args, **kwargs)
+
+    return _init_args_hst
+
+
+def _record_launch(original):
+    def __call__(*args, **kwargs):
+        name = bind(original, args, kwargs).arguments["self"].fn.__name__
+        if STATE.launches and STATE.launches[-1].kernel == name and not STATE.launches[-1].grid:
+            pass  # opened by the autotuner: the grid comes next
+        else:
+            STATE.launches.append(LaunchRecord(name, ()))
+        return original(*args, **kwargs)
+
+    return __call__
+
+
+def _record_grid(original):
+    def set_grid_dim(*args, **kwargs):
+        call = bind(original, args, kwargs)
+        if STATE.launches:
+            STATE.launches[-1].grid = (call.arguments["nx"], call.arguments["ny"], call.arguments["nz"])
+        return original(*args, **kwargs)
+
+    return set_grid_dim
+
+
+def _squeeze_index(original):
+    """Triton 3.6: tl.tensor.__index__ as 3.7 has it (numpy >= 2.4 refuses int() of a 1-element array)."""
+
+    def _patch_lang_tensor(*args, **kwargs):
+        out = original(*args, **kwargs)
+        call = bind(original, args, kwargs)
+        call.arguments["scope"].set_attr(call.arguments["tensor"], "__index__",
+                                         lambda self: int(self.handle.data.squeeze()))
+        return out
+
+    return _patch_lang_tensor
 
 
 def _check_dtypes_and_record() -> None:
-    import torch
     from triton.runtime import interpreter
 
-    original = interpreter.GridExecutor._init_args_hst
-
-    def _init_args_hst(self, args_dev, kwargs):
-        for a in list(args_dev) + list(kwargs.values()):
-            if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:
-                raise UnsupportedDtypeError(
-                    "bf16 gives wrong results in Triton 3.6's CPU interpreter; use fp32/fp16 here, "
-                    "or bf16 on a GPU (--mode debug / tdebug check --device cuda)")
-        return original(self, args_dev, kwargs)
-
-    interpreter.GridExecutor._init_args_hst = _init_args_hst
-    original_call = interpreter.GridExecutor.__call__
-
-    def __call__(self, *args, **kwargs):
-        name = self.fn.__name__
-        if STATE.launches and STATE.launches[-1].kernel == name and not STATE.launches[-1].grid:
-            record = STATE.launches[-1]  # opened by the autotuner
-        else:
-            record = LaunchRecord(name, ())
-            STATE.launches.append(record)
-        return original_call(self, *args, **kwargs)
-
-    interpreter.GridExecutor.__call__ = __call__
-    builder = interpreter.interpreter_builder
-    original_set_grid_dim = builder.set_grid_dim
-
-    def set_grid_dim(nx, ny, nz):
-        if STATE.launches:
-            STATE.launches[-1].grid = (nx, ny, nz)
-        return original_set_grid_dim(nx, ny, nz)
-
-    builder.set_grid_dim = set_grid_dim
+    patch(interpreter.GridExecutor, "_init_args_hst", _refuse_bf16)
+    patch(interpreter.GridExecutor, "__call__", _record_launch)
+    patch(interpreter.interpreter_builder, "set_grid_dim", _record_grid)
+    if TRITON < (3, 7):
+        patch(interpreter, "_patch_lang_tensor", _squeeze_index)
 
 
 def install() -> None:

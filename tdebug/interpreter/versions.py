@@ -1,14 +1,18 @@
-"""The one place that touches Triton's internals: every patch of an interpreter, autotuner or language
-object goes through `patch`, and wrappers read a call's arguments by name through `bind`, so a parameter
-that a Triton release adds or moves (3.9's `is_volatile` on create_masked_load) does not break them."""
+"""The one place that knows Triton's internals per version: every patch of an interpreter, autotuner or
+language object goes through `patch`, wrappers read a call's arguments by name through `bind`, and
+INTERNALS lists, per Triton release, each internal tdebug patches and the parameters it binds by name
+(tests/cpu/test_versions.py checks the table against the running Triton, so a changed internal fails
+that one test instead of every launch). What changed between 3.6 and 3.9: /work/notes/versions-survey.md.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
+import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-
-import triton
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -19,18 +23,148 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-TRITON_VERSION: str = triton.__version__
+def _installed_triton() -> str:
+    """The installed Triton's version, read from its metadata: no `import triton` (the CLI's parent
+    process names the version in messages without paying for Triton's import)."""
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        import triton
+
+        return triton.__version__
+
+
+TRITON_VERSION: str = _installed_triton()
 TRITON: tuple[int, ...] = _version_tuple(TRITON_VERSION)
+SUPPORTED = "3.6.0 to 3.9.0"  # the releases tdebug is tested on (pyproject: triton>=3.6,<3.10)
+# triton-viz 3.0 (the newest) imports with these; from 3.8 on its op table names the block-pointer
+# builder methods Triton removed ('InterpreterBuilder' object has no attribute 'create_make_block_ptr').
+TRITON_VIZ_TRITONS = "3.6 and 3.7"
+TRITON_VIZ_UNTIL = (3, 8)
+
+
+def triton_label() -> str:
+    """'Triton 3.9.0': how messages name the running version."""
+    return f"Triton {TRITON_VERSION}"
+
+
+class InternalError(RuntimeError):
+    """tdebug itself failed (not the kernel): reported as tdebug's, exit code 3."""
+
+
+@dataclass(frozen=True)
+class Internal:
+    """One Triton internal tdebug patches: where it lives, the parameters wrappers use by name, and the
+    releases that have it (since inclusive, until exclusive)."""
+
+    owner: str  # a key of OWNERS
+    name: str
+    binds: tuple[str, ...] = ()
+    since: tuple[int, ...] = (3, 6)
+    until: tuple[int, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.owner}.{self.name}"
+
+    def applies(self, version: tuple[int, ...] = TRITON) -> bool:
+        return version >= self.since and (self.until is None or version < self.until)
+
+
+def _triton():
+    import triton
+
+    return triton
+
+
+def _interpreter():
+    from triton.runtime import interpreter
+
+    return interpreter
+
+
+def _autotuner():
+    from triton.runtime import autotuner
+
+    return autotuner
+
+
+# Owner labels -> the object holding the attribute (resolved lazily: the interpreter module is imported
+# only once TRITON_INTERPRET is set).
+OWNERS: dict[str, Callable[[], Any]] = {
+    "InterpreterBuilder": lambda: _interpreter().interpreter_builder,
+    "GridExecutor": lambda: _interpreter().GridExecutor,
+    "InterpretedFunction": lambda: _interpreter().InterpretedFunction,
+    "triton.runtime.interpreter": _interpreter,
+    "Autotuner": lambda: _autotuner().Autotuner,
+    "triton": _triton,
+}
+
+_TABLE = [
+    # Memory ops: every plain, block-pointer (3.6/3.7), descriptor and (3.9) atomic load/store ends in the
+    # masked ones. 3.8 replaced (cache_modifier, eviction_policy) by cache_policy: use names only.
+    Internal("InterpreterBuilder", "create_masked_load", ("ptrs", "mask")),
+    Internal("InterpreterBuilder", "create_masked_store", ("ptrs", "mask")),
+    Internal("InterpreterBuilder", "create_atomic_rmw", ("ptr", "mask")),
+    Internal("InterpreterBuilder", "create_atomic_cas", ("ptr", "cmp")),
+    Internal("InterpreterBuilder", "create_load", ()),
+    Internal("InterpreterBuilder", "create_store", ()),
+    Internal("InterpreterBuilder", "create_assert", ("condition", "message")),
+    Internal("InterpreterBuilder", "set_grid_dim", ("nx", "ny", "nz")),
+    # Launches: host copies of the arguments, the grid loop, the way back.
+    Internal("GridExecutor", "_init_args_hst", ("self", "args_dev", "kwargs")),
+    Internal("GridExecutor", "_restore_args_dev", ("self", "args_dev", "args_hst", "kwargs", "kwargs_hst")),
+    Internal("GridExecutor", "__call__", ("self",)),
+    Internal("InterpretedFunction", "run", ("self", "warmup")),  # tdebug viz: one traced launch
+    # Language patching per launch; 3.6's tl.tensor.__index__ breaks under numpy >= 2.4 (fixed in 3.7).
+    Internal("triton.runtime.interpreter", "_patch_lang_tensor", ("tensor", "scope"), until=(3, 7)),
+    # @triton.autotune: one pinned config instead of benchmarking on a GPU.
+    Internal("Autotuner", "run", ("self",)),
+    # --engine symbolic: every @triton.jit made afterwards wrapped by triton-viz.
+    Internal("triton", "jit", ("fn",), until=TRITON_VIZ_UNTIL),
+]
+INTERNALS: dict[str, Internal] = {i.key: i for i in _TABLE}
+
+# Attributes tdebug reads (not patches), checked by the same test. The builder's grid_idx/grid_dim are
+# checked on a fresh builder after set_grid_dim/set_grid_idx, which create them.
+READS: dict[str, tuple[str, ...]] = {
+    "InterpreterBuilder": ("grid_idx", "grid_dim", "options"),
+    "Autotuner": ("prune_configs",),
+    "triton.runtime.interpreter": ("TensorHandle", "interpreter_builder", "_tuple_create", "InterpretedFunction"),
+}
+
+
+def owner_label(owner: Any) -> str:
+    if isinstance(owner, types.ModuleType):
+        return owner.__name__
+    if isinstance(owner, type):
+        return owner.__name__
+    return type(owner).__name__
+
 
 # (id(owner), attribute name) -> (owner, name, the original), so tests can restore Triton as it was.
 _ORIGINALS: dict[tuple[int, str], tuple[Any, str, Any]] = {}
+PATCHED: set[str] = set()  # "Owner.name" of every patch made in this process (the test checks them)
 
 
 def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callable:
-    """Replace owner.name with make(original) and remember the original; returns the replacement."""
-    original = getattr(owner, name)
+    """Replace owner.name with make(original) and remember the original; returns the replacement.
+
+    The replacement carries the original's signature, so a later patch of the same internal can `bind`."""
+    key = f"{owner_label(owner)}.{name}"
+    internal = INTERNALS.get(key)
+    if internal is not None and not internal.applies():
+        raise InternalError(f"tdebug patches {key} only on Triton {_range(internal)}, not {TRITON_VERSION}")
+    try:
+        original = getattr(owner, name)
+    except AttributeError:
+        raise InternalError(f"tdebug cannot patch {key}: {triton_label()} has no such attribute "
+                            f"(tdebug supports Triton {SUPPORTED})") from None
     _ORIGINALS.setdefault((id(owner), name), (owner, name, original))
+    PATCHED.add(key)
     replacement = make(original)
+    if inspect.isfunction(replacement):
+        replacement.__signature__ = _signature(original)
     setattr(owner, name, replacement)
     return replacement
 
@@ -38,7 +172,11 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
 def bind(original: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:
     """A call's arguments by name, defaults applied, whatever the running version's signature is;
     call `original(*bound.args, **bound.kwargs)` after changing `bound.arguments[...]`."""
-    bound = _signature(original).bind(*args, **kwargs)
+    try:
+        bound = _signature(original).bind(*args, **kwargs)
+    except TypeError as e:
+        name = getattr(original, "__qualname__", repr(original))
+        raise InternalError(f"tdebug's wrapper of {name} does not fit {triton_label()}: {e}") from None
     bound.apply_defaults()
     return bound
 
@@ -47,11 +185,59 @@ _SIGNATURES: dict[Any, inspect.Signature] = {}
 
 
 def _signature(fn: Callable) -> inspect.Signature:
-    key = getattr(fn, "__func__", fn)
-    sig = _SIGNATURES.get(key)
+    sig = _SIGNATURES.get(fn)
     if sig is None:
-        sig = _SIGNATURES[key] = inspect.signature(fn)
+        sig = _SIGNATURES[fn] = inspect.signature(fn)
     return sig
+
+
+def _range(internal: Internal) -> str:
+    low = ".".join(map(str, internal.since))
+    return f">= {low}" + (f", < {'.'.join(map(str, internal.until))}" if internal.until else "")
+
+
+def problems() -> list[str]:
+    """Every mismatch between INTERNALS/READS and the running Triton (empty when tdebug fits it)."""
+    found = []
+    for internal in INTERNALS.values():
+        if not internal.applies():
+            continue
+        owner = OWNERS[internal.owner]()
+        target = getattr(owner, internal.name, None)
+        if target is None:
+            found.append(f"{internal.key}: missing in {triton_label()}")
+            continue
+        params = inspect.signature(target).parameters
+        missing = [p for p in internal.binds if p not in params]
+        if missing:
+            found.append(f"{internal.key}{inspect.signature(target)}: no parameter {', '.join(missing)}")
+    for owner_name, attrs in READS.items():
+        owner = OWNERS[owner_name]()
+        if owner_name == "InterpreterBuilder":
+            owner = type(owner)()
+            owner.set_grid_dim(1, 1, 1)
+            owner.set_grid_idx(0, 0, 0)
+        for attr in attrs:
+            if not hasattr(owner, attr):
+                found.append(f"{owner_name}.{attr}: missing in {triton_label()}")
+    return found
+
+
+def unregistered() -> list[str]:
+    """Patches made in this process that INTERNALS does not list."""
+    return sorted(key for key in PATCHED if key not in INTERNALS)
+
+
+def triton_viz_problem() -> str | None:
+    """Why triton-viz cannot serve here (one line), or None when it can. Reads versions only: cheap."""
+    if TRITON >= TRITON_VIZ_UNTIL:
+        return (f"needs triton-viz, which works with Triton {TRITON_VIZ_TRITONS} only; this is "
+                f"{triton_label()}")
+    try:
+        importlib.metadata.version("triton-viz")
+    except importlib.metadata.PackageNotFoundError:
+        return (f"needs triton-viz (works with Triton {TRITON_VIZ_TRITONS}): pip install 'tdebug[triton-viz]'")
+    return None
 
 
 def unpatch_all() -> None:
@@ -59,3 +245,4 @@ def unpatch_all() -> None:
     for owner, name, original in _ORIGINALS.values():
         setattr(owner, name, original)
     _ORIGINALS.clear()
+    PATCHED.clear()

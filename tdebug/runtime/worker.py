@@ -46,11 +46,14 @@ def root_cause(exc: BaseException) -> BaseException:
 
 
 def exception_finding(exc: BaseException) -> Finding:
-    """A finding for an exception raised by a launch: device_assert, bad dtype, or anything else."""
-    from ..interpreter.frames import library_dirs
+    """A finding for an exception raised by a launch: device_assert, bad dtype, an internal error of
+    tdebug's own (check "internal": never the kernel's exception), or anything else."""
+    from ..interpreter.frames import library_dirs, raised_in_tdebug
     from ..interpreter.patches import DeviceAssertError, UnsupportedDtypeError
 
     cause = root_cause(exc)
+    if raised_in_tdebug(cause):
+        return internal_finding(cause)
     if isinstance(cause, DeviceAssertError):
         what = "int32 overflow" if cause.kind == "overflow" else "device_assert failed"
         return Finding(check=cause.kind, message=f"{what}: {cause.message} ({cause.failed} of {cause.total} lanes)",
@@ -64,6 +67,25 @@ def exception_finding(exc: BaseException) -> Finding:
             file, line = fs.filename, fs.lineno or 0
             break
     return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line)
+
+
+def internal_finding(exc: BaseException) -> Finding:
+    """tdebug's own code failed: one line naming tdebug, the running Triton and where in tdebug."""
+    from ..interpreter.versions import triton_label
+
+    package = Path(__file__).resolve().parent.parent
+    where = ""
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = Path(fs.filename)
+        if path.is_relative_to(package):
+            where = f" at {path.relative_to(package.parent)}:{fs.lineno}"
+            break
+    return Finding(check="internal", message=f"internal error in tdebug ({triton_label()}){where}: "
+                   f"{type(exc).__name__}: {exc} (a bug in tdebug, not in the kernel)")
+
+
+# A case's status for the finding of the exception that ended it (anything else: "error").
+EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "internal", "dtype": "unsupported"}
 
 
 def _float64(x):
@@ -140,7 +162,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             raise
         finding = exception_finding(exc)
         result["findings"].append(finding.to_dict())
-        result["status"] = finding.check if finding.check in ("assert", "overflow") else "error"
+        result["status"] = EXCEPTION_STATUS.get(finding.check, "error")
         result["error"] = finding.message
         if case.device == "cuda" and cuda_context_lost(exc):
             result["context_lost"] = True
@@ -263,7 +285,11 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
     checks = {f["check"] for f in result["findings"]}
-    if checks & {"assert", "overflow"}:
+    if "internal" in checks:
+        result["status"] = "internal"
+    elif "dtype" in checks:
+        result["status"] = "unsupported"
+    elif checks & {"assert", "overflow"}:
         result["status"] = "assert"
     elif result["findings"] or exit_code:
         result["status"] = "fail" if not result.get("error") else "error"

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.frames import user_frame
+from ..interpreter.versions import bind, patch
 from ..report import Finding, merge
 from .memory import ArgView, LaunchChecker, unwritten_findings
 
@@ -49,76 +50,80 @@ class SanitizerSession:
 
     # -- patches ------------------------------------------------------------------------------------
     def install(self) -> None:
+        """Wrap GridExecutor (launch begin/end) and the builder's memory ops, reading their arguments by
+        name (versions.bind): the same wrappers fit Triton 3.6's and 3.8's differing signatures."""
         from triton.runtime import interpreter
 
         session = self
-        executor = interpreter.GridExecutor
-        builder = interpreter.interpreter_builder
-        original_init_args = executor._init_args_hst
-        original_call = executor.__call__
+        handle = interpreter.TensorHandle
 
-        def _init_args_hst(self, args_dev, kwargs):
-            args_hst, kwargs_hst = original_init_args(self, args_dev, kwargs)
-            session._begin_launch(self, args_hst, kwargs_hst)
-            return args_hst, kwargs_hst
+        def init_args(original):
+            def _init_args_hst(*args, **kwargs):
+                args_hst, kwargs_hst = original(*args, **kwargs)
+                session._begin_launch(bind(original, args, kwargs).arguments["self"], args_hst, kwargs_hst)
+                return args_hst, kwargs_hst
 
-        def __call__(self, *args, **kwargs):
-            try:
-                return original_call(self, *args, **kwargs)
-            finally:
-                session._end_launch()
+            return _init_args_hst
 
-        executor._init_args_hst = _init_args_hst
-        executor.__call__ = __call__
+        def end_launch(original):
+            def __call__(*args, **kwargs):
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    session._end_launch()
 
-        load, store = builder.create_masked_load, builder.create_masked_store
-        rmw, cas = builder.create_atomic_rmw, builder.create_atomic_cas
+            return __call__
 
-        def create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
-            safe = session._check("load", ptrs, mask)
-            if safe is not None:
-                mask = interpreter.TensorHandle(safe, mask.dtype)
-            return load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+        def checked(kind: str, pointer: str):
+            """A masked memory op whose mask loses the lanes the checker refuses (reported, not run)."""
 
-        def create_masked_store(ptrs, value, mask, cache_modifier, eviction_policy):
-            safe = session._check("store", ptrs, mask)
-            if safe is not None:
-                mask = interpreter.TensorHandle(safe, mask.dtype)
-            return store(ptrs, value, mask, cache_modifier, eviction_policy)
+            def make(original):
+                def op(*args, **kwargs):
+                    call = bind(original, args, kwargs)
+                    mask = call.arguments["mask"]
+                    safe = session._check(kind, call.arguments[pointer], mask)
+                    if safe is not None:
+                        call.arguments["mask"] = handle(safe, mask.dtype)
+                    return original(*call.args, **call.kwargs)
 
-        def create_atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
-            safe = session._check("atomic", ptr, mask)
-            if safe is not None:
-                mask = interpreter.TensorHandle(safe, mask.dtype)
-            return rmw(rmw_op, ptr, val, mask, sem, scope)
+                return op
 
-        def create_atomic_cas(ptr, cmp, val, sem, scope):
-            safe = session._check("atomic", ptr, None)
-            if safe is not None and not safe.all():
-                # atomic_cas has no mask: skip the whole op rather than touch memory we do not own.
-                return interpreter.TensorHandle(np.zeros_like(cmp.data), cmp.dtype.scalar)
-            return cas(ptr, cmp, val, sem, scope)
+            return make
 
-        def unmasked(plain):
+        def atomic_cas(original):
+            def create_atomic_cas(*args, **kwargs):
+                call = bind(original, args, kwargs)
+                safe = session._check("atomic", call.arguments["ptr"], None)
+                if safe is not None and not safe.all():
+                    # atomic_cas has no mask: skip the whole op rather than touch memory we do not own.
+                    cmp = call.arguments["cmp"]
+                    return handle(np.zeros_like(cmp.data), cmp.dtype.scalar)
+                return original(*args, **kwargs)
+
+            return create_atomic_cas
+
+        def unmasked(original):
             """create_load / create_store: the masked op they call gets an all-true mask the kernel
             never wrote; flag it so the finding says 'no mask'."""
 
-            def call(*args):
+            def call(*args, **kwargs):
                 session._unmasked = True
                 try:
-                    return plain(*args)
+                    return original(*args, **kwargs)
                 finally:
                     session._unmasked = False
 
             return call
 
-        create_load, create_store = unmasked(builder.create_load), unmasked(builder.create_store)
-        builder.create_load = create_load
-        builder.create_store = create_store
-        builder.create_masked_load = create_masked_load
-        builder.create_masked_store = create_masked_store
-        builder.create_atomic_rmw = create_atomic_rmw
-        builder.create_atomic_cas = create_atomic_cas
+        builder = interpreter.interpreter_builder
+        patch(interpreter.GridExecutor, "_init_args_hst", init_args)
+        patch(interpreter.GridExecutor, "__call__", end_launch)
+        patch(builder, "create_load", unmasked)
+        patch(builder, "create_store", unmasked)
+        patch(builder, "create_masked_load", checked("load", "ptrs"))
+        patch(builder, "create_masked_store", checked("store", "ptrs"))
+        patch(builder, "create_atomic_rmw", checked("atomic", "ptr"))
+        patch(builder, "create_atomic_cas", atomic_cas)
 
     # -- launches ------------------------------------------------------------------------------------
     def _begin_launch(self, executor, args_hst, kwargs_hst) -> None:

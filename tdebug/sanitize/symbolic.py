@@ -7,6 +7,7 @@ misses uninitialised reads, races and unwritten outputs, and FACTS.md lists kern
 
 from __future__ import annotations
 
+from ..interpreter.versions import bind, patch
 from ..report import Finding, merge
 
 
@@ -28,17 +29,19 @@ class SymbolicSession:
         viz_config.enable_sanitizer = True
         self.client = Sanitizer(abort_on_error=False)
         tracer = triton_viz.trace(client=self.client)
-        original_jit = triton.jit
 
-        def jit(fn=None, **kw):
-            if fn is None:
-                return lambda f: tracer(original_jit(**kw)(f))
-            return tracer(original_jit(fn))
+        def traced(original):
+            def jit(*args, **kwargs):
+                options = dict(bind(original, args, kwargs).arguments)
+                if options.pop("fn") is None:  # @triton.jit(...) with options: the decorator comes back
+                    return lambda f: tracer(original(f, **options))
+                return tracer(original(*args, **kwargs))
+
+            return jit
 
         # @triton.autotune is left alone: it wraps the traced kernel, and tdebug's pinned autotuner runs
         # one config through it (triton-viz's own autotune wrapping crashes, see FACTS.md).
-        triton.jit = jit
-        triton.language.jit = jit
+        patch(triton, "jit", traced)
 
     def begin_case(self) -> None:
         if self.client is not None and hasattr(self.client, "records"):

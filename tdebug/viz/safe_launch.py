@@ -1,7 +1,7 @@
 """Make a traced launch safe to run whatever its bugs: no out-of-bounds lane touches real memory.
 
 Triton-viz's Tracer records each load and store *before* the interpreter executes it, unmasked
-out-of-bounds lanes included, and Triton 3.6's interpreter has no bounds checks: such a lane reads or
+out-of-bounds lanes included, and Triton's interpreter has no bounds checks: such a lane reads or
 writes past the allocation and can segfault the process. So, while a launch is traced:
 
 - every tensor argument's storage is copied into a larger buffer with a guard band on each side (as
@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+
+from ..interpreter.versions import bind, patch
 
 GUARD_MIN = 1 << 20  # guard band on each side: the storage's size, within these bounds
 GUARD_MAX = 64 << 20
@@ -127,24 +129,23 @@ def _elsize(ptrs) -> int:
     return max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
 
 
-def install() -> None:
-    """Patch the interpreter (after tdebug.interpreter.patches.install and before any launch)."""
-    from triton.runtime import interpreter
-    from triton.runtime.interpreter import TensorHandle
-
-    executor = interpreter.GridExecutor
-    previous_init = executor._init_args_hst
-    previous_restore = executor._restore_args_dev
-
-    def _init_args_hst(self, args_dev, kwargs):
-        args_hst, kwargs_hst = previous_init(self, args_dev, kwargs)
+def _guarded_args(original):
+    def _init_args_hst(*args, **kwargs):
+        args_hst, kwargs_hst = original(*args, **kwargs)
         if not GUARD.active:
             return args_hst, kwargs_hst
         return [GUARD.relocate(a) for a in args_hst], {k: GUARD.relocate(v) for k, v in kwargs_hst.items()}
 
-    def _restore_args_dev(self, args_dev, args_hst, kwargs, kwargs_hst):
+    return _init_args_hst
+
+
+def _restored_args(original):
+    def _restore_args_dev(*args, **kwargs):
         if not GUARD.active:
-            return previous_restore(self, args_dev, args_hst, kwargs, kwargs_hst)
+            return original(*args, **kwargs)
+        call = bind(original, args, kwargs)
+        args_dev, args_hst = call.arguments["args_dev"], call.arguments["args_hst"]
+        kwargs_dev, kwargs_hst = call.arguments["kwargs"], call.arguments["kwargs_hst"]
         GUARD.write_back()
         copies = {r.buffer.untyped_storage().data_ptr() for r in GUARD.relocations.values()}
 
@@ -156,56 +157,69 @@ def install() -> None:
             return isinstance(getattr(h, "base", None), torch.Tensor) and moved(h.base)
 
         pairs = [(d, h) for d, h in zip(args_dev, args_hst) if not moved(h)]
-        rest = {k: v for k, v in kwargs.items() if not moved(kwargs_hst.get(k))}
-        return previous_restore(self, [d for d, _ in pairs], [h for _, h in pairs], rest,
-                                {k: kwargs_hst[k] for k in rest})
+        rest = {k: v for k, v in kwargs_dev.items() if not moved(kwargs_hst.get(k))}
+        call.arguments["args_dev"] = [d for d, _ in pairs]
+        call.arguments["args_hst"] = [h for _, h in pairs]
+        call.arguments["kwargs"] = rest
+        call.arguments["kwargs_hst"] = {k: kwargs_hst[k] for k in rest}
+        return original(*call.args, **call.kwargs)
 
-    executor._init_args_hst = _init_args_hst
-    executor._restore_args_dev = _restore_args_dev
+    return _restore_args_dev
 
-    builder = interpreter.interpreter_builder
-    originals = {name: getattr(builder, name) for name in
-                 ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas")}
 
-    def _masked(mask, ok):
-        if ok is None:
-            return mask
-        data = np.asarray(mask.data, dtype=bool)
-        safe = data & ok
-        blocked = int(data.sum() - safe.sum())
-        if not blocked:
-            return mask
-        GUARD.blocked_lanes += blocked
-        return TensorHandle(safe, mask.dtype)
+def _masked(mask, ok):
+    from triton.runtime.interpreter import TensorHandle
 
-    def create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
-        mask = _masked(mask, GUARD.safe(ptrs.data, _elsize(ptrs)))
-        return originals["create_masked_load"](ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+    if ok is None:
+        return mask
+    data = np.asarray(mask.data, dtype=bool)
+    safe = data & ok
+    blocked = int(data.sum() - safe.sum())
+    if not blocked:
+        return mask
+    GUARD.blocked_lanes += blocked
+    return TensorHandle(safe, mask.dtype)
 
-    def create_masked_store(ptrs, value, mask, cache_modifier, eviction_policy):
-        mask = _masked(mask, GUARD.safe(ptrs.data, _elsize(ptrs)))
-        return originals["create_masked_store"](ptrs, value, mask, cache_modifier, eviction_policy)
 
-    def create_atomic_rmw(rmw_op, ptr, val, mask, sem, scope):
-        mask = _masked(mask, GUARD.safe(ptr.data, _elsize(ptr)))
-        return originals["create_atomic_rmw"](rmw_op, ptr, val, mask, sem, scope)
+def _guarded_op(pointer: str):
+    """A masked load/store/atomic whose lanes outside every argument's storage are masked off."""
 
-    def create_atomic_cas(ptr, cmp, val, sem, scope):
+    def make(original):
+        def op(*args, **kwargs):
+            call = bind(original, args, kwargs)
+            ptrs = call.arguments[pointer]
+            call.arguments["mask"] = _masked(call.arguments["mask"], GUARD.safe(ptrs.data, _elsize(ptrs)))
+            return original(*call.args, **call.kwargs)
+
+        return op
+
+    return make
+
+
+def _guarded_cas(original):
+    from triton.runtime.interpreter import TensorHandle
+
+    def create_atomic_cas(*args, **kwargs):
+        call = bind(original, args, kwargs)
+        ptr = call.arguments["ptr"]
         ok = GUARD.safe(ptr.data, _elsize(ptr))
         if ok is not None and not ok.all():
             data = np.where(ok, ptr.data, np.uint64(GUARD.scratch_address())).astype(ptr.data.dtype)
             GUARD.blocked_lanes += int((~ok).sum())
-            ptr = TensorHandle(data, ptr.dtype)
-        return originals["create_atomic_cas"](ptr, cmp, val, sem, scope)
+            call.arguments["ptr"] = TensorHandle(data, ptr.dtype)
+        return original(*call.args, **call.kwargs)
 
-    patched = {"create_masked_load": create_masked_load, "create_masked_store": create_masked_store,
-               "create_atomic_rmw": create_atomic_rmw, "create_atomic_cas": create_atomic_cas}
-    for name, fn in patched.items():
-        setattr(builder, name, fn)
-    # triton-viz re-installs the builder ops it captured at import for every traced launch: make it use ours.
-    from triton_viz.frontends.base import OPERATION_REGISTRY
+    return create_atomic_cas
 
-    ops = OPERATION_REGISTRY["triton"].original_ops[builder]
-    for name, fn in patched.items():
-        if name in ops:
-            ops[name] = fn
+
+def install() -> None:
+    """Patch the interpreter (after tdebug.interpreter.patches.install and before any launch)."""
+    from triton.runtime import interpreter
+
+    patch(interpreter.GridExecutor, "_init_args_hst", _guarded_args)
+    patch(interpreter.GridExecutor, "_restore_args_dev", _restored_args)
+    builder = interpreter.interpreter_builder
+    patch(builder, "create_masked_load", _guarded_op("ptrs"))
+    patch(builder, "create_masked_store", _guarded_op("ptrs"))
+    patch(builder, "create_atomic_rmw", _guarded_op("ptr"))
+    patch(builder, "create_atomic_cas", _guarded_cas)

@@ -1,11 +1,13 @@
-"""Trace every kernel launch of this process with triton-viz's Tracer and reduce it to a LaunchMap.
+"""Trace every kernel launch of this process through the interpreter's own hooks; reduce it to a LaunchMap.
 
-Runs in the child process (tdebug.viz.trace_child), with TRITON_INTERPRET=1 set before Triton was imported.
-Every launch goes through InterpretedFunction.run, so patching that one method traces catalogue
-kernels, autotuned kernels (after tdebug's autotune pinning picked a config) and kernels of arbitrary
-scripts alike, with no change to their source. (Wrapping a kernel with `triton_viz.trace()` instead
-fails on an autotuned kernel under the interpreter: its warm-up copy has no JIT function,
-"'NoneType' object has no attribute 'warmup'".)
+Runs in the child process (tdebug.viz.trace_child), with TRITON_INTERPRET=1 set before Triton was
+imported, after tdebug.interpreter.patches.install() and safe_launch.install(). Its wrappers of the
+builder's memory ops (the ones the sanitizer wraps) go on top of safe_launch's, so they record each
+access with the kernel's own mask before the guard masks off lanes outside every argument. Every launch
+goes through InterpretedFunction.run, so catalogue kernels, autotuned kernels (after tdebug's autotune
+pinning picked a config) and kernels of arbitrary scripts are traced alike, with no change to their
+source, on every Triton tdebug supports. triton-viz (which imports with Triton 3.6 and 3.7 only) is
+used for `--serve` alone: its Tracer then records, in the same launch, what its visualizer shows.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..interpreter.versions import bind, patch
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
 from .safe_launch import GUARD
@@ -29,7 +32,7 @@ DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float6
 class TraceSession:
     sink: Callable[[LaunchMap], None]
     pid: tuple[int, int, int] | None = None
-    keep_for_server: bool = False  # leave the raw launches in triton-viz's list (for its visualizer)
+    keep_for_server: bool = False  # also record the launches with triton-viz's Tracer (for its visualizer)
     count: int = 0
     launches: list[LaunchMap] = field(default_factory=list)
 
@@ -38,99 +41,144 @@ SESSION: TraceSession | None = None
 
 
 @dataclass
-class AtomicAccess:
-    """An atomic read-modify-write (the Tracer records loads and stores only)."""
+class Access:
+    """One load, store or atomic of one program: every lane's address and the kernel's own mask."""
 
-    pid: tuple[int, int, int]
-    addr: np.ndarray
+    kind: str  # load, store, atomic
+    pid: int  # linear program id
+    addr: np.ndarray  # int64 byte addresses
     mask: np.ndarray | None
 
 
-def _viz_tracer_class():
-    from triton_viz.clients import Tracer
-    from triton_viz.core.callbacks import OpCallbacks
-    from triton_viz.core.data import AtomicCas, AtomicRMW
+@dataclass
+class LaunchTrace:
+    """What one launch touched: its tensor arguments by parameter name, its grid, its accesses."""
 
-    class VizTracer(Tracer):
-        """triton-viz's Tracer, also keeping each tensor argument's parameter name, the grid, and atomics."""
+    fn: Callable
+    only: tuple[int, int, int] | None = None  # record this program only (--pid)
+    named_args: list[tuple[str, object]] = field(default_factory=list)
+    grid: tuple[int, int, int] = (1, 1, 1)
+    accesses: list[Access] = field(default_factory=list)
 
-        def __init__(self, grid_idx=None) -> None:
-            super().__init__(grid_idx=grid_idx)
-            self.named_args: list[tuple[str, object]] = []
-            self.launch_grid: tuple[int, int, int] = (1, 1, 1)
-            self.atomics: list[AtomicAccess] = []
-            self.current: tuple[int, int, int] = (0, 0, 0)
-
-        def grid_idx_callback(self, grid_idx):
-            super().grid_idx_callback(grid_idx)
-            self.current = tuple(grid_idx)
-
-        def register_op_callback(self, op_type):
-            if op_type is AtomicRMW:
-                return OpCallbacks(before_callback=lambda op, ptr, val, mask, *rest: self._atomic(ptr, mask))
-            if op_type is AtomicCas:
-                return OpCallbacks(before_callback=lambda ptr, *rest: self._atomic(ptr, None))
-            return super().register_op_callback(op_type)
-
-        def _atomic(self, ptr, mask) -> None:
-            if self.sample:
-                addr = np.asarray(ptr.data).astype(np.uint64).view(np.int64)
-                self.atomics.append(AtomicAccess(self.current, addr, None if mask is None else np.asarray(mask.data)))
-
-        def arg_callback(self, name, arg, arg_cvt):
-            super().arg_callback(name, arg, arg_cvt)
+    def add_args(self, names: list[str], args_hst: list, kwargs_hst: dict) -> None:
+        for name, arg in list(zip(names, args_hst)) + list(kwargs_hst.items()):
             if hasattr(arg, "data_ptr") and hasattr(arg, "untyped_storage"):
                 self.named_args.append((name, arg))
             elif hasattr(getattr(arg, "base", None), "untyped_storage"):  # a TensorDescriptor
                 self.named_args.append((name, arg.base))
-                super().arg_callback(name, arg.base, arg_cvt)
 
-        def grid_callback(self, grid):
-            super().grid_callback(grid)
-            self.launch_grid = tuple(int(g) for g in grid)
+    def record(self, kind: str, ptrs, mask) -> None:
+        from triton.runtime.interpreter import interpreter_builder
 
-    return VizTracer
+        pid = tuple(interpreter_builder.grid_idx)
+        if self.only is not None and pid != self.only:
+            return
+        self.grid = tuple(interpreter_builder.grid_dim)
+        addr = np.asarray(ptrs.data).astype(np.uint64).view(np.int64)
+        lanes = None if mask is None else np.broadcast_to(np.asarray(mask.data, dtype=bool), addr.shape)
+        linear = pid[0] + self.grid[0] * (pid[1] + self.grid[1] * pid[2])
+        self.accesses.append(Access(kind, linear, addr, lanes))
+
+
+CURRENT: LaunchTrace | None = None
+
+
+def _recorded(kind: str, pointer: str, masked: bool = True):
+    def make(original):
+        def op(*args, **kwargs):
+            if CURRENT is not None:
+                call = bind(original, args, kwargs)
+                CURRENT.record(kind, call.arguments[pointer], call.arguments["mask"] if masked else None)
+            return original(*args, **kwargs)
+
+        return op
+
+    return make
+
+
+def _named_args(original):
+    def _init_args_hst(*args, **kwargs):
+        args_hst, kwargs_hst = original(*args, **kwargs)  # relocated by safe_launch: the addresses traced
+        if CURRENT is not None:
+            CURRENT.add_args(list(bind(original, args, kwargs).arguments["self"].arg_names), args_hst, kwargs_hst)
+        return args_hst, kwargs_hst
+
+    return _init_args_hst
 
 
 def install(session: TraceSession) -> None:
-    """Trace every launch from now on; call after tdebug.interpreter.patches.install() and safe_launch.install()."""
+    """Trace every launch from now on; call after interpreter.patches.install() and safe_launch.install()."""
     global SESSION
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton_viz.core.client import ClientManager
-    from triton_viz.core.config import config
+    from triton.runtime import interpreter
 
-    config.num_sms = 1  # programs one after another, as the reduction (one writer per program) assumes
     SESSION = session
-    viz_tracer = _viz_tracer_class()
-    original_run = InterpretedFunction.run
+    builder = interpreter.interpreter_builder
+    patch(interpreter.GridExecutor, "_init_args_hst", _named_args)
+    patch(builder, "create_masked_load", _recorded("load", "ptrs"))
+    patch(builder, "create_masked_store", _recorded("store", "ptrs"))
+    patch(builder, "create_atomic_rmw", _recorded("atomic", "ptr"))
+    patch(builder, "create_atomic_cas", _recorded("atomic", "ptr", masked=False))
+    serve = _viz_server_run() if session.keep_for_server else None
 
-    def run(self, *args, grid, warmup, **kwargs):
-        if warmup:
-            return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
-        tracer = viz_tracer(grid_idx=session.pid)
-        manager = ClientManager([tracer])
-        config = _pending_config(self.fn.__name__)
-        GUARD.begin()
-        error = ""
+    def make(original):
+        def run(*args, **kwargs):
+            global CURRENT
+            call = bind(original, args, kwargs)
+            if call.arguments["warmup"]:
+                return original(*args, **kwargs)
+            fn = call.arguments["self"].fn
+            config = _pending_config(fn.__name__)
+            only = None if session.pid is None else (tuple(session.pid) + (0, 0, 0))[:3]
+            CURRENT = launch = LaunchTrace(fn, only=only)
+            GUARD.begin()
+            error = ""
+            try:
+                if serve is not None:
+                    return serve(original, args, kwargs)
+                return original(*args, **kwargs)
+            except BaseException as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                GUARD.end()
+                CURRENT = None
+                launch.grid = tuple(getattr(builder, "grid_dim", None) or launch.grid)
+                session.count += 1
+                mapped = reduce_launch(session.count, launch, config, session.pid, error)
+                session.launches.append(mapped)
+                session.sink(mapped)
+
+        return run
+
+    patch(interpreter.InterpretedFunction, "run", make)
+
+
+def _viz_server_run():
+    """`--serve` (triton-viz imports: Triton 3.6/3.7): run each launch under triton-viz's Tracer as well
+    and keep its records for its visualizer. triton-viz swaps in its own grid loop and builder-op
+    wrappers for the launch; those call the ops it captured at import, so point them at tdebug's."""
+    from triton.runtime.interpreter import interpreter_builder
+    from triton_viz.clients import Tracer
+    from triton_viz.core.client import ClientManager
+    from triton_viz.core.config import config as viz_config
+    from triton_viz.frontends.base import OPERATION_REGISTRY
+
+    viz_config.num_sms = 1  # programs one after another, as the reduction (one writer per program) assumes
+    ops = OPERATION_REGISTRY["triton"].original_ops[interpreter_builder]
+    for name in ops:
+        ops[name] = getattr(interpreter_builder, name)
+
+    def run(original, args, kwargs):
+        manager = ClientManager([Tracer()])
+        fn = args[0].fn
         try:
-            with manager.patch_run(self.fn, backend="triton"):
-                return original_run(self, *args, grid=grid, warmup=False, client_manager=manager, jit_fn=None,
-                                    **kwargs)
-        except BaseException as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            raise
+            with manager.patch_run(fn, backend="triton"):
+                return original(*args, **kwargs, client_manager=manager, jit_fn=None)
         finally:
-            GUARD.end()
             manager.finalize()
-            session.count += 1
-            launch = reduce_launch(session.count, self.fn, tracer, manager.launch.records, config, session.pid,
-                                   error)
-            session.launches.append(launch)
-            session.sink(launch)
-            if session.keep_for_server:
-                sys.modules["triton_viz.core.trace"].launches.append(manager.launch)
+            sys.modules["triton_viz.core.trace"].launches.append(manager.launch)
 
-    InterpretedFunction.run = run
+    return run
 
 
 def _pending_config(name: str) -> str:
@@ -159,39 +207,23 @@ def arg_tensors(named_args: list[tuple[str, object]]) -> list[ArgTensor]:
     return args
 
 
-def reduce_launch(index: int, fn, tracer, records: list, config: str, pid: tuple[int, int, int] | None,
+def reduce_launch(index: int, launch: LaunchTrace, config: str, pid: tuple[int, int, int] | None,
                   error: str) -> LaunchMap:
-    from triton_viz.core.data import Grid, Load, Store
-
-    grid = tracer.launch_grid
-    args = arg_tensors(tracer.named_args)
+    args = arg_tensors(launch.named_args)
     attributor = Attributor(args)
     accumulators = [TensorAccumulator(a) for a in args]
-    current = stray = 0
-    for rec in records:
-        if isinstance(rec, Grid):
-            x, y, z = (tuple(rec.idx) + (0, 0))[:3]
-            current = x + y * grid[0] + z * grid[0] * grid[1]
-            continue
-        kind = "load" if isinstance(rec, Load) else "store" if isinstance(rec, Store) else None
-        if kind is None or not args:
-            continue
-        addr = (np.asarray(rec.offsets).astype(np.uint64) + np.uint64(rec.ptr)).view(np.int64).reshape(
-            np.shape(rec.offsets))
-        which = attributor.attribute(addr.reshape(-1))
+    stray = 0
+    for access in launch.accesses:
+        if not args:
+            break
+        which = attributor.attribute(access.addr.reshape(-1))
         if which is None:
-            stray += int(np.asarray(rec.masks, dtype=bool).sum())
+            stray += int(np.asarray(access.mask if access.mask is not None else True, dtype=bool).sum())
         else:
-            accumulators[which].add(kind, current, addr, rec.masks)
-    for atomic in tracer.atomics:
-        which = attributor.attribute(atomic.addr.reshape(-1))
-        if which is None:
-            stray += int(np.asarray(atomic.mask if atomic.mask is not None else True).sum())
-        else:
-            x, y, z = atomic.pid
-            accumulators[which].add("atomic", x + y * grid[0] + z * grid[0] * grid[1], atomic.addr, atomic.mask)
+            accumulators[which].add(access.kind, access.pid, access.addr, access.mask)
     tensors = [acc.finish(is_output=False, partial=pid is not None) for acc in accumulators]
-    return LaunchMap(index=index, kernel=fn.__name__, grid=grid, config=config, pid=pid, error=error,
+    fn = launch.fn
+    return LaunchMap(index=index, kernel=fn.__name__, grid=launch.grid, config=config, pid=pid, error=error,
                      source=_source(fn), stray_lanes=stray, tensors=tensors)
 
 

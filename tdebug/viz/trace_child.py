@@ -120,19 +120,6 @@ def serve(port: int) -> None:
     interface.app.run(host="127.0.0.1", port=port, debug=False, use_reloader=False)
 
 
-def skip_visualizer() -> None:
-    """Keep triton-viz's web visualizer (Flask, requests: a third of its import time) out of a run that
-    does not serve it: triton_viz/__init__ imports only `launch` from it."""
-    import types
-
-    def launch(*args, **kwargs):
-        raise RuntimeError("triton-viz's visualizer is not loaded in this process (tdebug viz --serve loads it)")
-
-    stub = types.ModuleType("triton_viz.visualizer")
-    stub.launch = launch
-    sys.modules.setdefault("triton_viz.visualizer", stub)
-
-
 def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[0]).read_text())
     out = Path(job["out"])
@@ -140,8 +127,6 @@ def main(argv: list[str]) -> int:
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("tdebug.viz.trace_child needs TRITON_INTERPRET=1 in its environment")
     os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
-    if job.get("serve") is None:
-        skip_visualizer()
     from ..interpreter import patches as interpret
     from . import safe_launch, trace
 
@@ -165,6 +150,7 @@ def main(argv: list[str]) -> int:
         finding = exception_finding(exc)
         where = f" ({finding.file}:{finding.line})" if finding.file else ""
         result["error"] = finding.message + where
+        result["internal"] = finding.check == "internal"
         result["traceback"] = traceback.format_exc()
     result["launches"] = session.count
     result["blocked_lanes"] = safe_launch.GUARD.blocked_lanes

@@ -1,0 +1,122 @@
+"""tdebug.interpreter.versions: every Triton internal tdebug patches exists in the running Triton with the
+parameters tdebug binds by name (the one test a changed internal fails), wrappers fit any parameter order,
+and an error inside tdebug is tdebug's (exit 3, one line), never the kernel's."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tdebug.interpreter import versions
+from tdebug.interpreter.versions import InternalError, bind, patch
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data"
+
+
+def test_every_internal_tdebug_patches_fits_the_running_triton():
+    """Installs every patch (interpreter, sanitizer, viz guard and trace, symbolic where triton-viz works)
+    in a fresh interpreter process, then compares versions.INTERNALS with the running Triton."""
+    out = subprocess.run([sys.executable, str(DATA / "versions_install_all.py")], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["version"] == versions.TRITON_VERSION
+    assert report["problems"] == [], f"Triton {report['version']} changed internals tdebug uses: {report['problems']}"
+    assert report["unregistered"] == [], f"patched but not listed in versions.INTERNALS: {report['unregistered']}"
+    must = {"InterpreterBuilder.create_masked_load", "InterpreterBuilder.create_masked_store",
+            "GridExecutor._init_args_hst", "Autotuner.run", "InterpretedFunction.run"}
+    assert must <= set(report["patched"])
+
+
+class Builder36:
+    def create_masked_load(self, ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
+        return ("3.6", ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+
+
+class Builder38:
+    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+        return ("3.8", ptrs, mask, other, cache_policy, is_volatile)
+
+
+def masking(original):
+    def create_masked_load(*args, **kwargs):
+        call = bind(original, args, kwargs)
+        call.arguments["mask"] = f"safe({call.arguments['mask']})"
+        return original(*call.args, **call.kwargs)
+
+    return create_masked_load
+
+
+@pytest.mark.parametrize("builder_class, cache_args", [(Builder36, (".ca", "evict_last")), (Builder38, (7,))])
+def test_one_wrapper_fits_both_signatures_and_stacks(builder_class, cache_args):
+    builder = builder_class()
+    try:
+        patch(builder, "create_masked_load", masking)
+        patch(builder, "create_masked_load", masking)  # a second patch binds through the first
+        out = builder.create_masked_load("p", "m", None, *cache_args, is_volatile=True)
+        assert out == (out[0], "p", "safe(safe(m))", None, *cache_args, True)
+    finally:
+        versions.unpatch_all()
+    assert builder.create_masked_load.__func__ is builder_class.create_masked_load
+
+
+def test_a_wrapper_that_no_longer_fits_is_an_internal_error_naming_tdebug():
+    with pytest.raises(InternalError, match=r"tdebug's wrapper of .*create_masked_load does not fit Triton"):
+        bind(Builder38().create_masked_load, ("p", "m", None, None, None, False), {})
+
+
+def test_patching_a_missing_internal_says_which_triton():
+    with pytest.raises(InternalError, match=r"tdebug cannot patch Builder38.create_make_block_ptr: Triton .* no"):
+        patch(Builder38(), "create_make_block_ptr", lambda original: original)
+
+
+def test_internal_error_in_the_sanitizer_exits_3_with_one_line(tmp_path):
+    """A fault inside tdebug's sanitizer (its memory checker handed no addresses, through a sitecustomize
+    the child process inherits) ends `tdebug sanitize` with exit code 3 and one line naming tdebug; the
+    kernel is not blamed and nothing says 'clean'."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "from tdebug.sanitize import memory\n"
+        "_access = memory.LaunchChecker.access\n"
+        "def access(self, kind, ptrs, *rest):\n"
+        "    return _access(self, kind, None, *rest)\n"
+        "memory.LaunchChecker.access = access\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    out = subprocess.run([sys.executable, "-m", "tdebug", "sanitize", "kernels/add.py", "--shape", "100",
+                          "--device", "cpu"], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    assert out.returncode == 3, (out.stdout, out.stderr)
+    errors = [ln for ln in out.stderr.splitlines() if ln.startswith("tdebug: error:")]
+    assert len(errors) == 1, out.stderr
+    assert "internal error in tdebug" in errors[0] and f"Triton {versions.TRITON_VERSION}" in errors[0]
+    assert "tdebug/sanitize/memory.py" in errors[0] and "not in the kernel" in errors[0]
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "clean" not in out.stdout and "exception" not in out.stdout
+
+
+@pytest.mark.parametrize("args, option", [(["sanitize", "kernels/add.py", "--engine", "symbolic"], "--engine symbolic"),
+                                          (["viz", "kernels/add.py", "--serve"], "--serve")])
+def test_triton_viz_features_name_the_tritons_they_work_with(monkeypatch, args, option):
+    from tdebug.cli import cli
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(versions, "TRITON", (3, 9, 0))
+    monkeypatch.setattr(versions, "TRITON_VERSION", "3.9.0")
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0]
+    assert f"Triton {versions.TRITON_VIZ_TRITONS} only; this is Triton 3.9.0" in lines[0]
+
+
+def test_help_documents_the_exit_codes():
+    from tdebug.cli import cli
+
+    for args in (["--help"], ["sanitize", "--help"], ["viz", "--help"], ["check", "--help"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0
+        assert "Exit codes: 0 clean / all pass; 1 findings or failures; 2 usage error; 3 tdebug could not" in \
+            " ".join(result.output.split())
