@@ -2,7 +2,7 @@
 
 1. The launch grid is not a function of META: a grid computed for one BLOCK size leaves most of the
    output unwritten when the tuner picks a bigger block.
-2. early_config_prune does not take (configs, named_args, **kwargs): Triton 3.6 calls it that way.
+2. early_config_prune does not take (configs, named_args, **kwargs): Triton calls it that way (3.6 to 3.9).
 3. A single config: no autotuning at all.
 """
 
@@ -13,6 +13,7 @@ import inspect
 from pathlib import Path
 
 from ..catalogue.spec import Target
+from ..interpreter.versions import triton_label
 from ..report import Finding
 
 
@@ -106,7 +107,7 @@ def lint_kernel(target: Target) -> list[Finding]:
                 check="lint", kernel=name, file=str(inspect.getsourcefile(prune) or file),
                 line=prune.__code__.co_firstlineno if hasattr(prune, "__code__") else line,
                 message=f"early_config_prune {prune.__name__}{inspect.signature(prune)} must accept "
-                        "(configs, named_args, **kwargs): Triton 3.6 calls it that way"))
+                        f"(configs, named_args, **kwargs): {triton_label()} calls it that way"))
         if len(tuner.configs) == 1:
             findings.append(Finding(
                 check="lint", kernel=name, file=file, line=line,

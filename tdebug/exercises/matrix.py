@@ -89,10 +89,11 @@ def unavailable_detectors() -> dict[str, str]:
             for d in ("gpu:memcheck", "gpu:initcheck", "gpu:racecheck"):
                 out[d] = "compute-sanitizer not found"
         out["bench"] = "not automated in the matrix: compare with tdebug bench FILE and its fixed kernel"
-    try:
-        import triton_viz  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - any import failure makes it unavailable
-        out["symbolic"] = f"triton-viz does not import ({type(e).__name__})"
+    from ..interpreter.versions import triton_viz_problem
+
+    problem = triton_viz_problem()
+    if problem:
+        out["symbolic"] = problem
     return out
 
 

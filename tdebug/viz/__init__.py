@@ -1,8 +1,9 @@
 """`tdebug viz`: memory-access heatmaps of a traced launch.
 
-- trace.py, guard.py (child process): every launch traced with triton-viz's Tracer, out-of-bounds lanes
-  kept off real memory; reduce.py turns the records into per-element maps (model.py);
-- worker.py: the child's entry point; runner.py: the parent side (spawn, collect, serve);
+- trace.py, safe_launch.py (child process): every launch traced through the interpreter's memory ops (the
+  hooks the sanitizer uses; triton-viz's Tracer only for --serve), out-of-bounds lanes kept off real
+  memory; reduce.py turns the records into per-element maps (model.py);
+- trace_child.py: the child's entry point; runner.py: the parent side (spawn, collect, serve);
 - draw.py: one PNG per tensor; html.py: one self-contained HTML page; palette.py: shared colours;
 - target.py: what to draw when no TARGET is given.
 """

@@ -1,6 +1,6 @@
 """Make a traced launch safe to run whatever its bugs: no out-of-bounds lane touches real memory.
 
-Triton-viz's Tracer records each load and store *before* the interpreter executes it, unmasked
+The trace (trace.py) records each load and store *before* the interpreter executes it, unmasked
 out-of-bounds lanes included, and Triton's interpreter has no bounds checks: such a lane reads or
 writes past the allocation and can segfault the process. So, while a launch is traced:
 
@@ -9,7 +9,7 @@ writes past the allocation and can segfault the process. So, while a launch is t
   off the end of a tensor stays in that tensor's guard band, so it is attributed to the right tensor
   even when another tensor was allocated right after it; the copy is written back after the launch;
 - every load, store and atomic has the lanes that fall outside all argument storages masked off
-  (loads read `other`, or 0) before the real access. The Tracer saw the kernel's own mask first.
+  (loads read `other`, or 0) before the real access. The trace saw the kernel's own mask first.
 """
 
 from __future__ import annotations

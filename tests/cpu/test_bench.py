@@ -43,23 +43,23 @@ def invoke(args, monkeypatch=None, gpu=False):
 
 @pytest.mark.parametrize("args", [["bench", "--all"], ["bench", "matmul"], ["bench", "kernels/add.py"],
                                   ["bench", "add", "--shape", "1024", "--json", "out.json"]])
-def test_no_gpu_is_one_line_and_exit_2(monkeypatch, args):
+def test_no_gpu_is_one_line_and_exit_3(monkeypatch, args):
     result = invoke(args, monkeypatch, gpu=False)
-    assert result.exit_code == 2
+    assert result.exit_code == 3  # tdebug cannot do the job here (not a usage error)
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1
     assert "needs a CUDA GPU" in lines[0]
     assert "Traceback" not in result.output
 
 
-def test_no_gpu_on_this_machine_is_exit_2():
+def test_no_gpu_on_this_machine_is_exit_3():
     """Without monkeypatching: the CPU CI machine has no GPU (skipped where one is visible)."""
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
     result = subprocess.run([sys.executable, "-m", "tdebug", "bench", "--all"], capture_output=True, text=True,
                             cwd=ROOT, timeout=120)
-    assert result.returncode == 2
+    assert result.returncode == 3
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1
     assert "needs a CUDA GPU" in result.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tdebug.cli import cli
 from tdebug.interpreter import versions
 from tdebug.interpreter.versions import InternalError, bind, patch
 
@@ -100,8 +101,6 @@ def test_internal_error_in_the_sanitizer_exits_3_with_one_line(tmp_path):
 @pytest.mark.parametrize("args, option", [(["sanitize", "kernels/add.py", "--engine", "symbolic"], "--engine symbolic"),
                                           (["viz", "kernels/add.py", "--serve"], "--serve")])
 def test_triton_viz_features_name_the_tritons_they_work_with(monkeypatch, args, option):
-    from tdebug.cli import cli
-
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(versions, "TRITON", (3, 9, 0))
     monkeypatch.setattr(versions, "TRITON_VERSION", "3.9.0")
@@ -113,10 +112,15 @@ def test_triton_viz_features_name_the_tritons_they_work_with(monkeypatch, args, 
 
 
 def test_help_documents_the_exit_codes():
-    from tdebug.cli import cli
-
     for args in (["--help"], ["sanitize", "--help"], ["viz", "--help"], ["check", "--help"]):
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0
         assert "Exit codes: 0 clean / all pass; 1 findings or failures; 2 usage error; 3 tdebug could not" in \
             " ".join(result.output.split())
+
+
+def test_range_over_a_scalar_tensor_runs_with_any_numpy():
+    """Triton 3.6's interpreter breaks on numpy >= 2.4 here; tdebug's patch (3.6 only) fixes it."""
+    r = CliRunner().invoke(cli, ["run", str(DATA / "range_over_scalar.py")])
+    assert r.exit_code == 0, r.output
+
