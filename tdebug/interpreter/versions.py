@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .frames import raised_in_tdebug
+
 
 def _version_tuple(text: str) -> tuple[int, ...]:
     parts = []
@@ -142,6 +144,16 @@ def owner_label(owner: Any) -> str:
     return type(owner).__name__
 
 
+FAULTS: list[BaseException] = []  # errors raised by tdebug's own code inside a patch (take_faults)
+
+
+def take_faults() -> list[BaseException]:
+    """The errors tdebug's patches raised since the last call (a script may have caught them)."""
+    faults = list(FAULTS)
+    FAULTS.clear()
+    return faults
+
+
 # (id(owner), attribute name) -> (owner, name, the original), so tests can restore Triton as it was.
 _ORIGINALS: dict[tuple[int, str], tuple[Any, str, Any]] = {}
 PATCHED: set[str] = set()  # "Owner.name" of every patch made in this process (the test checks them)
@@ -163,10 +175,19 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
     _ORIGINALS.setdefault((id(owner), name), (owner, name, original))
     PATCHED.add(key)
     replacement = make(original)
-    if inspect.isfunction(replacement):
-        replacement.__signature__ = _signature(original)
-    setattr(owner, name, replacement)
-    return replacement
+
+    def guarded(*args, **kwargs):
+        try:
+            return replacement(*args, **kwargs)
+        except Exception as exc:
+            if raised_in_tdebug(exc) and all(exc is not f for f in FAULTS):
+                FAULTS.append(exc)  # seen even if the user's script swallows it
+            raise
+
+    guarded.__signature__ = _signature(original)
+    guarded.__name__ = guarded.__qualname__ = getattr(replacement, "__name__", name)
+    setattr(owner, name, guarded)
+    return guarded
 
 
 def bind(original: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:

@@ -22,6 +22,7 @@ from ..catalogue.cases import autotune_configs, plan_cases
 from ..catalogue.compare import TOLERANCES, compare_outputs
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import Case, load_target
+from ..interpreter.versions import take_faults
 from ..report import Finding
 
 
@@ -143,6 +144,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
 
     STATE.config_index = case.config
     STATE.launches.clear()
+    take_faults()  # a fault of an earlier case was reported with it
     started = time.perf_counter()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
     guards = None
@@ -282,6 +284,11 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
             result["context_lost"] = True
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+    faults = take_faults()
+    if faults and not any(f["check"] == "internal" for f in result["findings"]):
+        internal = internal_finding(faults[0])  # raised in tdebug's patches, caught by the script
+        result["findings"].append(internal.to_dict())
+        result["error"] = internal.message
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
     checks = {f["check"] for f in result["findings"]}

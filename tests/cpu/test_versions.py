@@ -76,10 +76,11 @@ def test_patching_a_missing_internal_says_which_triton():
         patch(Builder38(), "create_make_block_ptr", lambda original: original)
 
 
-def test_internal_error_in_the_sanitizer_exits_3_with_one_line(tmp_path):
+@pytest.mark.parametrize("target", [["kernels/add.py", "--shape", "100"], [str(DATA / "swallows_errors.py")]])
+def test_internal_error_in_the_sanitizer_exits_3_with_one_line(tmp_path, target):
     """A fault inside tdebug's sanitizer (its memory checker handed no addresses, through a sitecustomize
     the child process inherits) ends `tdebug sanitize` with exit code 3 and one line naming tdebug; the
-    kernel is not blamed and nothing says 'clean'."""
+    kernel is not blamed and nothing says 'clean', even when the script catches the exception."""
     (tmp_path / "sitecustomize.py").write_text(
         "from tdebug.sanitize import memory\n"
         "_access = memory.LaunchChecker.access\n"
@@ -87,8 +88,8 @@ def test_internal_error_in_the_sanitizer_exits_3_with_one_line(tmp_path):
         "    return _access(self, kind, None, *rest)\n"
         "memory.LaunchChecker.access = access\n")
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
-    out = subprocess.run([sys.executable, "-m", "tdebug", "sanitize", "kernels/add.py", "--shape", "100",
-                          "--device", "cpu"], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    out = subprocess.run([sys.executable, "-m", "tdebug", "sanitize", *target, "--device", "cpu"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
     assert out.returncode == 3, (out.stdout, out.stderr)
     errors = [ln for ln in out.stderr.splitlines() if ln.startswith("tdebug: error:")]
     assert len(errors) == 1, out.stderr
