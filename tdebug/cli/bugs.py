@@ -193,7 +193,8 @@ def check(ctx: click.Context, bug_id: str, quick: bool, seed: int | None, timeou
     """Is your copy fixed? Runs it through the reference check on all cases and the detectors.
 
     PASS only when the symptom is gone, every case matches the fixed kernel's reference, and the
-    detectors that caught the bug are silent. Exit 0 on PASS, 1 otherwise.
+    detectors that caught the bug are silent. Exit 0 on PASS, 1 when not fixed, 3 when this machine
+    cannot verify it (a GPU-only bug on a CPU).
     """
     from ..exercises.judge import check_exercise
 
@@ -216,7 +217,7 @@ def check(ctx: click.Context, bug_id: str, quick: bool, seed: int | None, timeou
     if result.status == "unverified":
         ws.set_status(bug, "unverified")
         click.echo(f"UNVERIFIED: {result.reason}")
-        raise SystemExit(1)
+        raise SystemExit(3)  # tdebug could not do the whole job here (a GPU-only bug on a CPU)
     ws.set_status(bug, "failing")
     if result.skipped:
         click.echo("not run: " + ", ".join(result.skipped))
