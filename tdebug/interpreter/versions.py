@@ -190,19 +190,82 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
     return guarded
 
 
-def bind(original: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+class Call:
+    """A call's arguments by name (what `bind` returns): read or replace `arguments[name]`, then call
+    `original(*call.args, **call.kwargs)`. Like inspect.BoundArguments with defaults applied, built
+    faster: memory ops are wrapped and bound on every load and store."""
+
+    __slots__ = ("arguments", "_shape")
+
+    def __init__(self, arguments: dict[str, Any], shape: _Shape) -> None:
+        self.arguments = arguments
+        self._shape = shape
+
+    @property
+    def args(self) -> tuple:
+        return tuple(self.arguments[n] for n in self._shape.positional)
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return {n: self.arguments[n] for n in self._shape.keyword_only}
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A signature without *args/**kwargs, as the fast `bind` needs it."""
+
+    positional: tuple[str, ...]
+    keyword_only: tuple[str, ...]
+    defaults: dict[str, Any]
+
+
+def bind(original: Callable, args: tuple, kwargs: dict) -> Call | inspect.BoundArguments:
     """A call's arguments by name, defaults applied, whatever the running version's signature is;
     call `original(*bound.args, **bound.kwargs)` after changing `bound.arguments[...]`."""
+    sig = _signature(original)
+    shape = _SHAPES.get(original)
+    if shape is None:
+        shape = _SHAPES[original] = _shape(sig)
     try:
-        bound = _signature(original).bind(*args, **kwargs)
+        if shape is False:  # *args or **kwargs in the signature: inspect's general binding
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return bound
+        return Call(_fast_bind(shape, args, kwargs), shape)
     except TypeError as e:
         name = getattr(original, "__qualname__", repr(original))
         raise InternalError(f"tdebug's wrapper of {name} does not fit {triton_label()}: {e}") from None
-    bound.apply_defaults()
-    return bound
+
+
+def _shape(sig: inspect.Signature) -> _Shape | bool:
+    kinds = inspect.Parameter
+    params = list(sig.parameters.values())
+    if any(p.kind in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD, kinds.POSITIONAL_ONLY) for p in params):
+        return False
+    return _Shape(tuple(p.name for p in params if p.kind is kinds.POSITIONAL_OR_KEYWORD),
+                  tuple(p.name for p in params if p.kind is kinds.KEYWORD_ONLY),
+                  {p.name: p.default for p in params if p.default is not kinds.empty})
+
+
+def _fast_bind(shape: _Shape, args: tuple, kwargs: dict) -> dict[str, Any]:
+    if len(args) > len(shape.positional):
+        raise TypeError(f"takes {len(shape.positional)} positional arguments but {len(args)} were given")
+    arguments = dict(zip(shape.positional, args))
+    for key, value in kwargs.items():
+        if key in arguments or (key not in shape.defaults and key not in shape.positional
+                                and key not in shape.keyword_only):
+            raise TypeError(f"unexpected or repeated argument {key!r}")
+        arguments[key] = value
+    for name in shape.positional + shape.keyword_only:
+        if name not in arguments:
+            if name not in shape.defaults:
+                raise TypeError(f"missing a required argument: {name!r}")
+            arguments[name] = shape.defaults[name]
+    return arguments
 
 
 _SIGNATURES: dict[Any, inspect.Signature] = {}
+_SHAPES: dict[Any, _Shape | bool] = {}
 
 
 def _signature(fn: Callable) -> inspect.Signature:
