@@ -14,7 +14,7 @@ from ..catalogue.files import kernel_files
 from ..check.runner import check_file
 from ..report import Finding, render
 from ..runtime.results import JobResult, render_case
-from .common import TargetKind, classify_target, fresh_seed
+from .common import TargetKind, classify_target, exit_if_unsupported, fresh_seed
 
 
 def resolve_device(device: str) -> str:
@@ -87,6 +87,8 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         result = check_file(path, quick=quick, device=device, seed=seed, timeout=timeout, on_event=on_event)
         if sys.stdout.isatty():
             click.echo("\r", nl=False)
+        if len(files) == 1:
+            exit_if_unsupported(result, str(path))
         if result.fatal:
             click.echo(f"  ERROR {result.fatal}")
             totals["fail"] += 1

@@ -9,7 +9,7 @@ import click
 from ..interpreter.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
 from ..runtime.harness import run_job
 from ..runtime.results import render_case
-from .common import TargetKind, case_options, classify_target, fresh_seed
+from .common import TargetKind, case_options, classify_target, exit_if_unsupported, fresh_seed
 
 
 def gpu_available() -> bool:
@@ -39,9 +39,6 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     against its float64 reference. tl.device_assert is live in both modes.
     """
     kind = classify_target(target)
-    if mode == "interpret" and dtype == "bf16":
-        raise click.UsageError("bf16 gives wrong results in Triton 3.6's interpreter: use fp32 or fp16 "
-                               "here, or --mode debug on a GPU")
     if mode == "debug" and not gpu_available():
         raise click.UsageError("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
     if timeout <= 0:
@@ -75,6 +72,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         result = run_job(job, mode="interpret", timeout=None if interactive else timeout, interactive=interactive)
     if result.fatal:
         raise (click.UsageError if result.fatal_usage else click.ClickException)(result.fatal)
+    exit_if_unsupported(result, target)
     if kind == TargetKind.SPEC:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
     failed = False

@@ -16,7 +16,7 @@ from ..report import render
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
 from ..sanitize import CHECKS, sanitize_job
-from .common import TargetKind, classify_target, fresh_seed
+from .common import TargetKind, classify_target, exit_if_unsupported, fresh_seed
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
 
@@ -139,6 +139,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         elapsed = time.perf_counter() - started
         if result.fatal:
             raise (click.UsageError if result.fatal_usage else click.ClickException)(f"{path}: {result.fatal}")
+        if len(targets) == 1:
+            exit_if_unsupported(result, path)
         counts = _findings_summary(result)
         found = bool(counts) or any(c.status != "pass" for c in result.cases)
         any_found |= found

@@ -6,7 +6,8 @@ after TRITON_INTERPRET=1 is set and before any kernel runs:
   interpreter's int32 overflow checks, which are built on device_assert.
 - @triton.autotune runs one pinned config instead of benchmarking through a GPU driver (which crashes
   with "0 active drivers" on a CPU-only machine); which config ran is recorded.
-- bf16 is refused (Triton 3.6's interpreter computes wrong bf16 results).
+- real kernels run: scalar arguments typed as on the GPU (scalars.py), libdevice math (libdevice.py),
+  grids as compiled Triton reads them (grid.py), exact bf16 and fp8 casts (bf16.py).
 - every launch is recorded (kernel name, grid, config) so a caller can tell that a Triton kernel ran.
 """
 
@@ -29,10 +30,6 @@ class DeviceAssertError(AssertionError):
         self.failed, self.total, self.kind = failed, total, kind
         super().__init__(f"{file}:{line}: device_assert failed in program {pid}: {message} "
                          f"({failed} of {total} lanes)")
-
-
-class UnsupportedDtypeError(TypeError):
-    pass
 
 
 @dataclass
@@ -122,21 +119,9 @@ def pin_autotune() -> None:
     autotuner.Autotuner.run = run
 
 
-def _check_dtypes_and_record() -> None:
-    import torch
+def _record_launches() -> None:
     from triton.runtime import interpreter
 
-    original = interpreter.GridExecutor._init_args_hst
-
-    def _init_args_hst(self, args_dev, kwargs):
-        for a in list(args_dev) + list(kwargs.values()):
-            if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:
-                raise UnsupportedDtypeError(
-                    "bf16 gives wrong results in Triton 3.6's CPU interpreter; use fp32/fp16 here, "
-                    "or bf16 on a GPU (--mode debug / tdebug check --device cuda)")
-        return original(self, args_dev, kwargs)
-
-    interpreter.GridExecutor._init_args_hst = _init_args_hst
     original_call = interpreter.GridExecutor.__call__
 
     def __call__(self, *args, **kwargs):
@@ -165,7 +150,11 @@ def install() -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
+    from . import bf16, grid, libdevice, scalars
+
     _enable_device_assert()
     pin_autotune()
-    _check_dtypes_and_record()
+    _record_launches()
+    for module in (scalars, grid, libdevice, bf16):
+        module.install()
     STATE.installed = True

@@ -46,23 +46,26 @@ def root_cause(exc: BaseException) -> BaseException:
 
 
 def exception_finding(exc: BaseException) -> Finding:
-    """A finding for an exception raised by a launch: device_assert, bad dtype, or anything else."""
+    """A finding for an exception raised by a launch: device_assert, a construct the CPU interpreter cannot
+    run (check "unsupported": the run could not be done), or anything else."""
     from ..interpreter.frames import library_dirs
-    from ..interpreter.patches import DeviceAssertError, UnsupportedDtypeError
+    from ..interpreter.patches import DeviceAssertError
+    from ..interpreter.unsupported import unsupported_reason
 
     cause = root_cause(exc)
     if isinstance(cause, DeviceAssertError):
         what = "int32 overflow" if cause.kind == "overflow" else "device_assert failed"
         return Finding(check=cause.kind, message=f"{what}: {cause.message} ({cause.failed} of {cause.total} lanes)",
                        file=cause.file, line=cause.line, pids=[cause.pid])
-    if isinstance(cause, UnsupportedDtypeError):
-        return Finding(check="dtype", message=str(cause))
     file, line = "", 0
     libs = library_dirs()
     for fs in reversed(traceback.extract_tb(cause.__traceback__)):
         if not fs.filename.startswith(libs) and not fs.filename.startswith("<"):
             file, line = fs.filename, fs.lineno or 0
             break
+    reason = unsupported_reason(cause)
+    if reason is not None:
+        return Finding(check="unsupported", message=reason, file=file, line=line)
     return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line)
 
 
@@ -140,7 +143,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             raise
         finding = exception_finding(exc)
         result["findings"].append(finding.to_dict())
-        result["status"] = finding.check if finding.check in ("assert", "overflow") else "error"
+        result["status"] = finding.check if finding.check in ("assert", "overflow", "unsupported") else "error"
         result["error"] = finding.message
         if case.device == "cuda" and cuda_context_lost(exc):
             result["context_lost"] = True
@@ -263,7 +266,9 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
     checks = {f["check"] for f in result["findings"]}
-    if checks & {"assert", "overflow"}:
+    if "unsupported" in checks:
+        result["status"] = "unsupported"
+    elif checks & {"assert", "overflow"}:
         result["status"] = "assert"
     elif result["findings"] or exit_code:
         result["status"] = "fail" if not result.get("error") else "error"
