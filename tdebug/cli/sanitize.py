@@ -72,7 +72,7 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
 @click.option("--check", "checks", type=click.Choice(sorted(CHECKS)), multiple=True,
               help="CPU checks to run (default all).")
 @click.option("--shape", type=SHAPE, default=None, help="One case of this shape (default: the quick case matrix).")
-@click.option("--dtype", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
+@click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(["contiguous", "sliced", "transposed", "offset"]), default="contiguous")
 @click.option("--config", type=int, default=None, help="Autotuned kernels: this config only.")
 @click.option("--full", is_flag=True, help="The full case matrix of tdebug check, not the quick one.")
