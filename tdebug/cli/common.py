@@ -55,7 +55,7 @@ def fresh_seed() -> int:
     return secrets.randbelow(2**31)
 
 
-def exit_if_unsupported(result, target: str) -> None:
+def exit_if_unsupported(result, target: str, instead: str = "tdebug run {target} --mode debug") -> None:
     """A case the CPU interpreter could not run (inline asm, a libdevice function tdebug has no numpy
     for, ...): one line on stderr naming what and the kernel line, the command to use instead, exit 3."""
     for case in result.cases:
@@ -63,5 +63,5 @@ def exit_if_unsupported(result, target: str) -> None:
             if f.check == "unsupported":
                 where = f" (kernel line {f.file}:{f.line})" if f.file else ""
                 click.echo(f"tdebug: could not run {target} on the CPU interpreter: {f.message}{where}; run it "
-                           f"compiled on a GPU instead: tdebug run {target} --mode debug", err=True)
+                           f"compiled on a GPU instead: {instead.format(target=target)}", err=True)
                 raise SystemExit(3)

@@ -140,7 +140,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         if result.fatal:
             raise (click.UsageError if result.fatal_usage else click.ClickException)(f"{path}: {result.fatal}")
         if len(targets) == 1:
-            exit_if_unsupported(result, path)
+            exit_if_unsupported(result, path, "tdebug sanitize {target} --device cuda")
         counts = _findings_summary(result)
         found = bool(counts) or any(c.status != "pass" for c in result.cases)
         any_found |= found

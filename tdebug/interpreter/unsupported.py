@@ -21,6 +21,7 @@ def unsupported_reason(exc: BaseException) -> str | None:
     if missing:
         op = missing.group(1).removeprefix("create_").removeprefix("get_")
         return f"Triton's CPU interpreter has no '{op}' operation"
-    if isinstance(exc, NotImplementedError) and "interpreter mode" in text:
-        return f"Triton's CPU interpreter: {text}"  # inline_asm: "not supported in interpreter mode"
+    if isinstance(exc, NotImplementedError) and text.endswith(" not supported in interpreter mode"):
+        what = text.removesuffix(" not supported in interpreter mode")  # inline_asm, extern_elementwise
+        return f"{what} is not supported by Triton's CPU interpreter"
     return None
