@@ -7,7 +7,8 @@ after TRITON_INTERPRET=1 is set and before any kernel runs:
 - @triton.autotune runs one pinned config instead of benchmarking through a GPU driver (which crashes
   with "0 active drivers" on a CPU-only machine); which config ran is recorded.
 - real kernels run: scalar arguments typed as on the GPU (scalars.py), libdevice math (libdevice.py),
-  grids as compiled Triton reads them (grid.py), exact bf16 and fp8 casts (bf16.py).
+  grids as compiled Triton reads them (grid.py), exact bf16 and fp8 casts (bf16.py), a * b + c rounded
+  once as the GPU's fused multiply-add does (fma.py).
 - every launch is recorded (kernel name, grid, config) so a caller can tell that a Triton kernel ran.
 """
 
@@ -150,11 +151,11 @@ def install() -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import bf16, grid, libdevice, scalars
+    from . import bf16, fma, grid, libdevice, scalars
 
     _enable_device_assert()
     pin_autotune()
     _record_launches()
-    for module in (scalars, grid, libdevice, bf16):
+    for module in (scalars, grid, libdevice, bf16, fma):  # fma wraps bf16's arithmetic: after it
         module.install()
     STATE.installed = True
