@@ -14,6 +14,7 @@ largest finite value as the GPU's `cvt.rn.satfinite` does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -120,6 +121,7 @@ def install() -> None:
         return any(isinstance(a, Handle) and name_of(a.dtype) == BF16 for a in args)
 
     def arithmetic(original: Callable) -> Callable:
+        @functools.wraps(original)
         def op(*args, **kwargs):
             if not has_bf16(args):
                 return original(*args, **kwargs)
@@ -128,6 +130,7 @@ def install() -> None:
         return op
 
     def comparison(original: Callable) -> Callable:
+        @functools.wraps(original)
         def op(*args, **kwargs):
             if not has_bf16(args):
                 return original(*args, **kwargs)
@@ -136,6 +139,7 @@ def install() -> None:
 
     def cast(original: Callable) -> Callable:
         """float <-> bf16 / fp8 and int <-> bf16 through exact fp32/fp64 values."""
+        @functools.wraps(original)
         def op(*args, **kwargs):
             call = bind(original, args, kwargs)
             src, dst = call.arguments["src"], call.arguments["dst_type"].scalar
@@ -151,6 +155,7 @@ def install() -> None:
         return op
 
     def dot(original: Callable) -> Callable:
+        @functools.wraps(original)
         def op(*args, **kwargs):
             call = bind(original, args, kwargs)
             a, b, d = call.arguments["a"], call.arguments["b"], call.arguments["d"]
@@ -164,6 +169,7 @@ def install() -> None:
         return op
 
     def atomic_rmw(original: Callable) -> Callable:
+        @functools.wraps(original)
         def op(*args, **kwargs):
             call = bind(original, args, kwargs)
             if not has_bf16((call.arguments["val"],)):
@@ -187,6 +193,7 @@ def install() -> None:
 
 def _on_fp32_values(original: Callable) -> Callable:
     """A reduction or scan's fast path (numpy on the data) on bf16: on the fp32 values, rounded back once."""
+    @functools.wraps(original)
     def op(self, input, *args, **kwargs):
         import triton.language as tl
         from triton.runtime import interpreter

@@ -12,6 +12,7 @@ gets the same single rounding.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -59,6 +60,7 @@ def install() -> None:
     Handle = interpreter.TensorHandle
 
     def product(original: Callable) -> Callable:
+        @functools.wraps(original)
         def create_fmul(*args, **kwargs):
             out = original(*args, **kwargs)
             if name_of(out.dtype) in FUSED and len(args) == 2 and not kwargs:
@@ -68,6 +70,7 @@ def install() -> None:
 
     def sum_of(sign: float) -> Callable[[Callable], Callable]:
         def make(original: Callable) -> Callable:
+            @functools.wraps(original)
             def create_fadd(*args, **kwargs):
                 if len(args) != 2 or kwargs or name_of(args[0].dtype) not in FUSED:
                     return original(*args, **kwargs)
@@ -85,6 +88,7 @@ def install() -> None:
         return make
 
     def fma(original: Callable) -> Callable:
+        @functools.wraps(original)
         def create_fma(*args, **kwargs):
             call = bind(original, args, kwargs)
             x, y, z = call.arguments["x"], call.arguments["y"], call.arguments["z"]

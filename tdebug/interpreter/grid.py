@@ -4,6 +4,8 @@ missing entry is 1. Triton's interpreter takes tuples of at most three entries o
 
 from __future__ import annotations
 
+import functools
+
 from .versions import bind, patch
 
 
@@ -29,6 +31,7 @@ def install() -> None:
     from triton.runtime import interpreter
 
     def make(original):
+        @functools.wraps(original)
         def __init__(*args, **kwargs):
             call = bind(original, args, kwargs)
             grid = call.arguments["grid"]

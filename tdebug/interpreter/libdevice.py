@@ -173,6 +173,7 @@ def install() -> None:
                 patch(module, name, lambda _original, d=definitions[name]: interpreted(d))
 
     def make(original: Callable) -> Callable:
+        @functools.wraps(original)
         def create_extern_elementwise(*args, **kwargs):
             call = bind(original, args, kwargs)
             symbol = call.arguments["symbol"]

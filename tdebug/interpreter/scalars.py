@@ -4,6 +4,8 @@ and `x_bf16 * eps` stays bf16 where the GPU computes in fp32); constexpr argumen
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .versions import patch
@@ -27,6 +29,7 @@ def install() -> None:
     from triton.runtime import interpreter
 
     def make(original):
+        @functools.wraps(original)
         def _implicit_cvt(arg):
             typed = typed_scalar(arg)
             if typed is None:

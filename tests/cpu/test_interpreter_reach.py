@@ -116,3 +116,18 @@ def test_a_catalogue_kernel_passes_in_bf16():
     proc = tdebug("run", "kernels/layernorm.py", "--dtype", "bf16", "--shape", "37x300")
     assert proc.returncode == 0, proc.stdout
     assert "PASS  37x300 bf16 contiguous" in proc.stdout
+
+
+def test_a_product_plus_an_addend_is_rounded_once_like_the_gpus_fma():
+    from types import SimpleNamespace
+
+    from tdebug.interpreter.fma import fused
+
+    def handle(value, name):
+        return SimpleNamespace(data=np.array([value], dtype=np.float32), dtype=SimpleNamespace(name=name))
+
+    a = handle(1 + 2**-12, "fp32")  # a * a = 1 + 2**-11 + 2**-24: rounded alone, the 2**-24 tie goes to even
+    two_roundings = np.float32(np.float32(a.data[0] * a.data[0]) - np.float32(1))
+    once = fused(a, a, handle(1.0, "fp32"), 1.0, -1.0, "fp32")[0]
+    assert two_roundings == np.float32(2**-11)
+    assert once == np.float32(2**-11 + 2**-24)

@@ -83,7 +83,7 @@ def bf16_chain_kernel(x_ptr, y_ptr, z_ptr, out_ptr, n, alpha, BLOCK: tl.constexp
     x = tl.load(x_ptr + offs, mask=mask)
     y = tl.load(y_ptr + offs, mask=mask)
     z = tl.load(z_ptr + offs, mask=mask)
-    r = x * y + z  # bf16 x bf16 + bf16: each op rounded to bf16
+    r = x * y + z  # bf16: one fma, rounded once to bf16 as on the GPU
     r = tl.maximum(r, z).to(tl.bfloat16) - x * 0.75  # tl.maximum promotes bf16 to fp32 (exact here)
     r = tl.where(r > 0.5, r, r * -2.5)
     r += (x / (tl.abs(y) + 1.0)).to(tl.bfloat16)  # Triton divides bf16 by bf16 in fp32
@@ -92,8 +92,9 @@ def bf16_chain_kernel(x_ptr, y_ptr, z_ptr, out_ptr, n, alpha, BLOCK: tl.constexp
 
 
 def bf16_chain_reference(x, y, z, alpha):
-    r = x * y + z
-    r = torch.maximum(r, z) - x * 0.75
+    # a * b + c is one fma on the GPU (Triton fuses by default): one rounding of the exact value
+    r = (x.double() * y.double() + z.double()).to(torch.bfloat16)
+    r = (torch.maximum(r, z).double() - x.double() * 0.75).to(torch.bfloat16)
     r = torch.where(r > 0.5, r, r * -2.5)
     r += (x.float() / (y.abs() + 1.0).float()).to(torch.bfloat16)
     return (r.float() * torch.tensor(alpha, dtype=torch.float32)).to(torch.bfloat16)
