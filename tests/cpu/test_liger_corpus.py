@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "cpu" / "data" / "liger_ops.py"
 OPS = ["rms_norm", "layer_norm", "fused_add_rms_norm", "poly_norm", "group_norm", "swiglu", "geglu", "relu_squared",
-       "dyt", "softmax", "sparsemax", "rope", "cross_entropy", "fused_linear_cross_entropy", "kl_div", "jsd", "tvd"]
+       "dyt", "softmax", "sparsemax", "rope", "llama4_rope", "cross_entropy", "fused_linear_cross_entropy",
+       "fused_linear_jsd", "kl_div", "jsd", "tvd"]
 
 
 def tdebug(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:

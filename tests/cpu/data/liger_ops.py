@@ -64,6 +64,17 @@ def rope_tables(seq: int, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
     return emb.cos().float(), emb.sin().float()
 
 
+def llama4_freqs(seq: int, dim: int) -> torch.Tensor:
+    cos, sin = rope_tables(seq, dim)
+    return torch.complex(cos[0, :, : dim // 2], sin[0, :, : dim // 2])
+
+
+def complex_rotate(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """x's consecutive (real, imaginary) pairs times freqs (seq, dim / 2), as Llama 4 applies RoPE."""
+    pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+    return torch.view_as_real(pairs * freqs.to(pairs.dtype)[None, :, None, :]).flatten(-2)
+
+
 def sparsemax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     z = x.movedim(dim, -1)
     srt, _ = torch.sort(z, dim=-1, descending=True)
@@ -87,11 +98,13 @@ def liger_ops() -> list[Op]:
     from liger_kernel.ops.dyt import LigerDyTFunction
     from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
     from liger_kernel.ops.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyFunction
+    from liger_kernel.ops.fused_linear_jsd import LigerFusedLinearJSDFunction
     from liger_kernel.ops.geglu import LigerGELUMulFunction
     from liger_kernel.ops.group_norm import LigerGroupNormFunction
     from liger_kernel.ops.jsd import LigerJSDFunction
     from liger_kernel.ops.kl_div import LigerKLDivLossFunction
     from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+    from liger_kernel.ops.llama4_rope import LigerLlama4RopeFunction
     from liger_kernel.ops.poly_norm import LigerPolyNormFunction
     from liger_kernel.ops.relu_squared import LigerReLUSquaredFunction
     from liger_kernel.ops.rms_norm import LigerRMSNormFunction
@@ -140,6 +153,10 @@ def liger_ops() -> list[Op]:
            lambda q, k, cos, sin: (q * cos[:, None] + rotate_half(q) * sin[:, None],
                                    k * cos[:, None] + rotate_half(k) * sin[:, None]), (2, 4, 7, 16), (2, 8, 65, 64),
            constants=(2, 3)),
+        Op("llama4_rope", lambda s: [randn(*s), randn(s[0], s[1], 2, s[3]), llama4_freqs(s[1], s[3])],
+           lambda q, k, f: LigerLlama4RopeFunction.apply(q, k, f),
+           lambda q, k, f: (complex_rotate(q, f), complex_rotate(k, f)), (2, 7, 4, 16), (2, 65, 8, 64),
+           constants=(2,)),
         Op("cross_entropy", lambda s: [randn(*s), targets(*s)],
            lambda x, t: LigerCrossEntropyFunction.apply(x, t, None)[0],
            lambda x, t: F.cross_entropy(x, t), (9, 67), (129, 1000)),
@@ -147,6 +164,11 @@ def liger_ops() -> list[Op]:
                                                     randn(s[2])],
            lambda x, w, t, b: LigerFusedLinearCrossEntropyFunction.apply(x, w, t, b)[0],
            lambda x, w, t, b: F.cross_entropy(x @ w.T + b, t), (9, 16, 67), (65, 64, 1000)),
+        Op("fused_linear_jsd", lambda s: [randn(s[0], s[1]), randn(s[2], s[1]) / 4, randn(s[0], s[1]),
+                                          randn(s[2], s[1]) / 4],
+           lambda x, w, tx, tw: LigerFusedLinearJSDFunction.apply(x, w, tx, tw, None, 0.3),
+           lambda x, w, tx, tw: jsd(torch.log_softmax(x @ w.T, -1), torch.log_softmax(tx @ tw.T, -1), 0.3),
+           (9, 16, 67), (65, 64, 1000), constants=(2, 3)),
         Op("kl_div", lambda s: [log_probs(*s), log_probs(*s).exp()],
            lambda p, t: LigerKLDivLossFunction.apply(p, t, "batchmean"),
            lambda p, t: F.kl_div(p, t, reduction="batchmean"), (7, 67), (129, 1000), constants=(1,)),
