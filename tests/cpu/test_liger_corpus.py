@@ -1,6 +1,6 @@
 """Real third-party kernels under tdebug: Liger-Kernel 0.8.5's ops (a pinned test-only dependency), driven by
 tests/cpu/data/liger_ops.py on small ragged shapes with fresh random inputs against float64 PyTorch
-references, forward and backward. Plain TRITON_INTERPRET=1 runs 3 of them (FACTS.md); tdebug runs all.
+references, forward and backward. Plain TRITON_INTERPRET=1 (3.6) runs 9 of the 19; tdebug runs all.
 
 The default run sanitizes every op once on its small shape (the script compares each op with its reference
 too, so a wrong result fails the case); `-m slow` adds `tdebug run --mode interpret` and the larger shapes."""
