@@ -29,13 +29,13 @@ BACKENDS = ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.l
 STUB = "triton.language.extra.libdevice"
 
 
-def _directed(mode: str) -> Callable[[Callable], Callable]:
-    """An op computed in float64, rounded to the operands' precision to nearest (rn), toward zero (rz),
-    down (rd) or up (ru): libdevice's add_rz, div_ru, sqrt_rd ..."""
+def _directed(mode: str, out: type | None = None) -> Callable[[Callable], Callable]:
+    """An op computed in float64, rounded to the operands' precision (or `out`) to nearest (rn), toward zero
+    (rz), down (rd) or up (ru): libdevice's add_rz, div_ru, sqrt_rd, int2float_rd ..."""
 
     def wrap(op: Callable) -> Callable:
         def run(*xs: np.ndarray) -> np.ndarray:
-            out_dtype = np.result_type(*xs)
+            out_dtype = np.dtype(out) if out is not None else np.result_type(*xs)
             exact = op(*[np.asarray(x, dtype=np.float64) for x in xs])
             near = exact.astype(out_dtype)
             if out_dtype == np.float64 or mode == "rn":
@@ -52,6 +52,12 @@ def _directed(mode: str) -> Callable[[Callable], Callable]:
         return run
 
     return wrap
+
+
+def _to_integer(mode: str) -> Callable:
+    """float/double -> int/uint/ll/ull with a rounding mode (the dtype comes from libdevice's return type)."""
+    rounding = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}[mode]
+    return lambda x: rounding(np.asarray(x, dtype=np.float64))
 
 
 def _each(fn: Callable) -> Callable:
@@ -125,6 +131,12 @@ for _mode in ("rn", "rz", "rd", "ru"):
                   f"mul_{_mode}": _rounded(np.multiply), f"div_{_mode}": _rounded(np.divide),
                   f"rcp_{_mode}": _rounded(lambda x: 1 / x), f"sqrt_{_mode}": _rounded(np.sqrt),
                   f"fma_{_mode}": _rounded(lambda x, y, z: x * y + z)})
+    for _source in ("float", "double", "int", "uint", "ll", "ull"):
+        for _target in ("int", "uint", "ll", "ull"):
+            if _source in ("float", "double"):
+                NUMPY[f"{_source}2{_target}_{_mode}"] = _to_integer(_mode)
+        NUMPY[f"{_source}2float_{_mode}"] = _directed(_mode, np.float32)(lambda x: x)
+        NUMPY[f"{_source}2double_{_mode}"] = _directed(_mode, np.float64)(lambda x: x)
 NUMPY["fma"] = NUMPY["fma_rn"]
 NUMPY["rsqrt_rn"] = NUMPY["rsqrt"]
 

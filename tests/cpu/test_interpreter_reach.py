@@ -131,3 +131,18 @@ def test_a_product_plus_an_addend_is_rounded_once_like_the_gpus_fma():
     once = fused(a, a, handle(1.0, "fp32"), 1.0, -1.0, "fp32")[0]
     assert two_roundings == np.float32(2**-11)
     assert once == np.float32(2**-11 + 2**-24)
+
+
+def test_libdevice_rounding_modes_and_conversions():
+    from tdebug.interpreter.libdevice import NUMPY
+
+    one, three = np.array([1.0], dtype=np.float32), np.array([3.0], dtype=np.float32)
+    down, up = NUMPY["div_rd"](one, three)[0], NUMPY["div_ru"](one, three)[0]
+    assert down < np.float32(1 / 3) < up or np.float32(1 / 3) in (down, up)
+    assert np.nextafter(down, np.float32(1)) == up  # one fp32 step apart, around the exact third
+    halves = np.array([1.5, -1.5, 2.5], dtype=np.float32)
+    assert NUMPY["float2int_rz"](halves).tolist() == [1, -1, 2]
+    assert NUMPY["float2int_rn"](halves).tolist() == [2, -2, 2]
+    assert NUMPY["round"](halves).tolist() == [2, -2, 3]  # C round(): half away from zero
+    big = np.array([2**24 + 1], dtype=np.int64)
+    assert NUMPY["ll2float_rd"](big)[0] == 2**24 and NUMPY["ll2float_ru"](big)[0] == 2**24 + 2
