@@ -109,5 +109,6 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         Path(json_path).write_text(json.dumps(payload, indent=1, default=str))
         click.echo(f"wrote {json_path}")
     failed = totals["fail"] > 0 or lint_count > 0
-    incomplete = any(r.fatal for _, r in results) | could_not_run(c for _, r in results for c in r.cases)
+    incomplete = any(r.fatal for _, r in results) | could_not_run((c for _, r in results for c in r.cases),
+                                                                  instead="tdebug check FILE --device cuda")
     raise SystemExit(exit_code(failed, incomplete))

@@ -21,13 +21,22 @@ class CouldNotRun(click.ClickException):
     exit_code = 3
 
 
-def could_not_run(cases) -> bool:
-    """Say on stderr, one line each, why cases could not be checked; True when any could not."""
+def could_not_run(cases, instead: str = "") -> bool:
+    """Say on stderr, one line each, why cases could not be checked; True when any could not.
+    A construct the CPU interpreter cannot run names the kernel line and `instead`, the command to use."""
     said = set()
     for case in cases:
-        if case.status in COULD_NOT_RUN and case.error not in said:
-            said.add(case.error)
+        if case.status not in COULD_NOT_RUN or case.error in said:
+            continue
+        said.add(case.error)
+        unsupported = next((f for f in case.findings if f.check == "unsupported"), None)
+        if unsupported is None:
             click.echo(f"tdebug: error: {case.label}: {case.error}", err=True)
+            continue
+        where = f" (kernel line {unsupported.file}:{unsupported.line})" if unsupported.file else ""
+        hint = f"; run it compiled on a GPU instead: {instead}" if instead else ""
+        click.echo(f"tdebug: could not run {case.label} on the CPU interpreter: {unsupported.message}{where}{hint}",
+                   err=True)
     return bool(said)
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from ..interpreter.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
-from ..interpreter.versions import triton_label
 from ..runtime.harness import run_job
 from ..runtime.results import render_case
 from .common import COULD_NOT_RUN, CouldNotRun, TargetKind, case_options, classify_target, could_not_run, fresh_seed
@@ -40,9 +39,6 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     against its float64 reference. tl.device_assert is live in both modes.
     """
     kind = classify_target(target)
-    if mode == "interpret" and dtype == "bf16":
-        raise click.UsageError(f"bf16 gives wrong results in {triton_label()}'s interpreter: use fp32 or fp16 "
-                               "here, or --mode debug on a GPU")
     if mode == "debug" and not gpu_available():
         raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
     if timeout <= 0:
@@ -85,7 +81,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         for line in render_case(case):
             click.echo(line)
         failed |= not case.ok
-    if could_not_run(result.cases):
+    if could_not_run(result.cases, instead=f"tdebug run {target} --mode debug"):
         raise SystemExit(3)
     if kind == TargetKind.SCRIPT and result.cases:
         code = result.cases[0].exit_code

@@ -75,7 +75,7 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
 @click.option("--check", "checks", type=click.Choice(sorted(CHECKS)), multiple=True,
               help="CPU checks to run (default all).")
 @click.option("--shape", type=SHAPE, default=None, help="One case of this shape (default: the quick case matrix).")
-@click.option("--dtype", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
+@click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(["contiguous", "sliced", "transposed", "offset"]), default="contiguous")
 @click.option("--config", type=int, default=None, help="Autotuned kernels: this config only.")
 @click.option("--full", is_flag=True, help="The full case matrix of tdebug check, not the quick one.")
@@ -145,7 +145,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         elapsed = time.perf_counter() - started
         if result.fatal:
             raise (click.UsageError if result.fatal_usage else CouldNotRun)(f"{path}: {result.fatal}")
-        incomplete |= could_not_run(result.cases)
+        incomplete |= could_not_run(result.cases, instead=f"tdebug sanitize {path} --device cuda")
         counts = _findings_summary(result)
         found = bool(counts) or any(c.status != "pass" and c.status not in COULD_NOT_RUN for c in result.cases)
         unchecked = any(c.status in COULD_NOT_RUN for c in result.cases)

@@ -13,7 +13,7 @@ import click
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS
 from ..interpreter.breakpoints import BreakpointError, parse_pid
-from ..interpreter.versions import triton_label, triton_viz_problem
+from ..interpreter.versions import triton_viz_problem
 from .common import TargetKind, classify_target
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
         click.echo(f"tdebug viz: {chosen.why}", err=True)
         target = str(chosen.path)
     kind = classify_target(target)
-    if dtype == "bf16":
-        raise click.UsageError(f"bf16 gives wrong results in {triton_label()}'s CPU interpreter: use fp32 or fp16")
     if serve and (problem := triton_viz_problem()):
         raise click.UsageError(f"--serve {problem} (the heatmaps work without it: drop --serve)")
     if timeout <= 0:

@@ -41,8 +41,8 @@ def current_pid() -> tuple[int, int, int]:
 
 
 class KernelError(Exception):
-    """Raised by tdebug on purpose about the kernel (a device_assert that failed, a dtype the interpreter
-    computes wrong): reported as the kernel's, never as an internal error of tdebug."""
+    """Raised by tdebug on purpose about the kernel (a device_assert that failed, a grid that is no grid,
+    a construct the interpreter cannot run): reported as the kernel's, never as an internal error of tdebug."""
 
 
 def raised_in_tdebug(exc: BaseException) -> bool:

@@ -6,7 +6,9 @@ TRITON_INTERPRET=1 is set and before any kernel runs, all through versions.patch
   interpreter's int32 overflow checks, which are built on device_assert.
 - @triton.autotune runs one pinned config instead of benchmarking through a GPU driver (which crashes
   with "0 active drivers" on a CPU-only machine); which config ran is recorded.
-- bf16 is refused (the interpreter computes wrong bf16 results, 3.6 to 3.9 alike).
+- real kernels run: scalar arguments typed as on the GPU (scalars.py), libdevice math (libdevice.py),
+  grids as compiled Triton reads them (grid.py), exact bf16 and fp8 casts (bf16.py), a * b + c rounded
+  once as the GPU's fused multiply-add does (fma.py).
 - every launch is recorded (kernel name, grid, config) so a caller can tell that a Triton kernel ran.
 - Triton 3.6 under numpy >= 2.4: `range()` over a scalar tensor works (3.6's tl.tensor.__index__ calls
   int() on a 1-element array, which numpy 2.4 refuses; 3.7 squeezes it first, and so does this patch).
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .frames import KernelError, current_pid, user_frame
-from .versions import TRITON, bind, patch, triton_label
+from .versions import TRITON, bind, patch
 
 
 class DeviceAssertError(KernelError, AssertionError):
@@ -32,10 +34,6 @@ class DeviceAssertError(KernelError, AssertionError):
         self.failed, self.total, self.kind = failed, total, kind
         super().__init__(f"{file}:{line}: device_assert failed in program {pid}: {message} "
                          f"({failed} of {total} lanes)")
-
-
-class UnsupportedDtypeError(KernelError, TypeError):
-    """A dtype the interpreter computes wrong: the run is refused (exit code 3), not reported as a bug."""
 
 
 @dataclass
@@ -130,22 +128,6 @@ def pin_autotune() -> None:
     patch(autotuner.Autotuner, "run", lambda original: run)
 
 
-def _refuse_bf16(original):
-    import torch
-
-    def _init_args_hst(*args, **kwargs):
-        call = bind(original, args, kwargs)
-        values = list(call.arguments["args_dev"]) + list(call.arguments["kwargs"].values())
-        for a in values:
-            if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:
-                raise UnsupportedDtypeError(
-                    f"bf16 gives wrong results in {triton_label()}'s CPU interpreter; use fp32/fp16 here, "
-                    "or bf16 on a GPU (--mode debug / tdebug check --device cuda)")
-        return original(*args, **kwargs)
-
-    return _init_args_hst
-
-
 def _record_launch(original):
     def __call__(*args, **kwargs):
         name = bind(original, args, kwargs).arguments["self"].fn.__name__
@@ -181,10 +163,9 @@ def _squeeze_index(original):
     return _patch_lang_tensor
 
 
-def _check_dtypes_and_record() -> None:
+def _record_launches() -> None:
     from triton.runtime import interpreter
 
-    patch(interpreter.GridExecutor, "_init_args_hst", _refuse_bf16)
     patch(interpreter.GridExecutor, "__call__", _record_launch)
     patch(interpreter.interpreter_builder, "set_grid_dim", _record_grid)
     if TRITON < (3, 7):
@@ -196,7 +177,11 @@ def install() -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
+    from . import bf16, fma, grid, libdevice, scalars
+
     _enable_device_assert()
     pin_autotune()
-    _check_dtypes_and_record()
+    _record_launches()
+    for module in (scalars, grid, libdevice, bf16, fma):  # fma wraps bf16's arithmetic: after it
+        module.install()
     STATE.installed = True

@@ -7,6 +7,8 @@ that one test instead of every launch). What changed between 3.6 and 3.9: /work/
 
 from __future__ import annotations
 
+import fnmatch
+import importlib
 import importlib.metadata
 import inspect
 import types
@@ -57,7 +59,9 @@ class InternalError(RuntimeError):
 @dataclass(frozen=True)
 class Internal:
     """One Triton internal tdebug patches: where it lives, the parameters wrappers use by name, and the
-    releases that have it (since inclusive, until exclusive)."""
+    releases that have it (since inclusive, until exclusive). A name with `*` is a family (every builder
+    math op, every libdevice function): tdebug patches the members the running Triton has, and each member
+    it patched must take the parameters in `binds`."""
 
     owner: str  # a key of OWNERS
     name: str
@@ -99,7 +103,13 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "InterpretedFunction": lambda: _interpreter().InterpretedFunction,
     "triton.runtime.interpreter": _interpreter,
     "Autotuner": lambda: _autotuner().Autotuner,
+    "ReduceOps": lambda: _interpreter().ReduceOps,
+    "ScanOps": lambda: _interpreter().ScanOps,
     "triton": _triton,
+    # libdevice: the backend-independent stub and the backends' own modules (their functions are replaced).
+    "triton.language.extra.libdevice": lambda: importlib.import_module("triton.language.extra.libdevice"),
+    "triton.language.extra.cuda.libdevice": lambda: importlib.import_module("triton.language.extra.cuda.libdevice"),
+    "triton.language.extra.hip.libdevice": lambda: importlib.import_module("triton.language.extra.hip.libdevice"),
 }
 
 _TABLE = [
@@ -124,6 +134,22 @@ _TABLE = [
     Internal("Autotuner", "run", ("self",)),
     # --engine symbolic: every @triton.jit made afterwards wrapped by triton-viz.
     Internal("triton", "jit", ("fn",), until=TRITON_VIZ_UNTIL),
+    # Real kernels (scalars.py, grid.py, libdevice.py, bf16.py, fma.py): typed scalar arguments, grids as
+    # compiled Triton reads them, libdevice through numpy, exact bf16/fp8, a * b + c rounded once.
+    Internal("triton.runtime.interpreter", "_implicit_cvt", ("arg",)),
+    Internal("GridExecutor", "__init__", ("self", "grid")),
+    Internal("InterpreterBuilder", "create_extern_elementwise", ("symbol", "retType", "argList")),
+    Internal("InterpreterBuilder", "create_f*"),  # fadd, fmul, fcmp*, fp_to_fp, fp_trunc, ... (bf16.py, fma.py)
+    Internal("InterpreterBuilder", "create_[su]i_to_fp", ("src", "dst_type")),
+    Internal("InterpreterBuilder", "create_fp_to_*", ("src", "dst_type")),
+    Internal("InterpreterBuilder", "create_*f"),  # minimumf, maximumf, clampf, precise_divf, approx_divf
+    Internal("InterpreterBuilder", "create_*"),  # the math ops: cos, sin, exp, exp2, log, log2, sqrt, erf, ...
+    Internal("InterpreterBuilder", "create_dot", ("a", "b", "d")),
+    Internal("ReduceOps", "*"),
+    Internal("ScanOps", "*"),
+    Internal("triton.language.extra.libdevice", "*"),
+    Internal("triton.language.extra.cuda.libdevice", "*"),
+    Internal("triton.language.extra.hip.libdevice", "*"),
 ]
 INTERNALS: dict[str, Internal] = {i.key: i for i in _TABLE}
 
@@ -164,7 +190,7 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
 
     The replacement carries the original's signature, so a later patch of the same internal can `bind`."""
     key = f"{owner_label(owner)}.{name}"
-    internal = INTERNALS.get(key)
+    internal = registered(key)
     if internal is not None and not internal.applies():
         raise InternalError(f"tdebug patches {key} only on Triton {_range(internal)}, not {TRITON_VERSION}")
     try:
@@ -286,6 +312,9 @@ def problems() -> list[str]:
     for internal in INTERNALS.values():
         if not internal.applies():
             continue
+        if "*" in internal.name or "[" in internal.name:
+            found += _family_problems(internal)
+            continue
         owner = OWNERS[internal.owner]()
         target = getattr(owner, internal.name, None)
         if target is None:
@@ -307,9 +336,35 @@ def problems() -> list[str]:
     return found
 
 
+def _family_problems(family: Internal) -> list[str]:
+    """Members of a family that this process patched and that lack a parameter the family binds."""
+    prefix = family.owner + "."
+    members = [k[len(prefix):] for k in sorted(PATCHED) if k.startswith(prefix)]
+    members = [n for n in members if fnmatch.fnmatchcase(n, family.name)]
+    if not family.binds or not members:
+        return []
+    owner = OWNERS[family.owner]()
+    found = []
+    for name in members:
+        key = prefix + name
+        params = _signature(_ORIGINALS[(id(owner), name)][2]).parameters
+        missing = [p for p in family.binds if p not in params]
+        if missing:
+            found.append(f"{key}: no parameter {', '.join(missing)}")
+    return found
+
+
+def registered(key: str) -> Internal | None:
+    """The INTERNALS entry (an internal, or the first family) that covers "Owner.name"."""
+    if key in INTERNALS:
+        return INTERNALS[key]
+    owner, _, name = key.rpartition(".")
+    return next((i for i in _TABLE if i.owner == owner and fnmatch.fnmatchcase(name, i.name)), None)
+
+
 def unregistered() -> list[str]:
     """Patches made in this process that INTERNALS does not list."""
-    return sorted(key for key in PATCHED if key not in INTERNALS)
+    return sorted(key for key in PATCHED if registered(key) is None)
 
 
 def triton_viz_problem() -> str | None:

@@ -12,7 +12,7 @@ from ..report import Finding, render
 class CaseResult:
     index: int
     label: str
-    status: str  # pass, fail, error, assert, overflow, crash, hang
+    status: str  # pass, fail, error, assert, overflow, crash, hang, unsupported (could not run)
     findings: list[Finding] = field(default_factory=list)
     comparisons: list[dict] = field(default_factory=list)
     time: float = 0.0

@@ -47,26 +47,29 @@ def root_cause(exc: BaseException) -> BaseException:
 
 
 def exception_finding(exc: BaseException) -> Finding:
-    """A finding for an exception raised by a launch: device_assert, bad dtype, an internal error of
-    tdebug's own (check "internal": never the kernel's exception), or anything else."""
+    """A finding for an exception raised by a launch: device_assert, a construct the CPU interpreter cannot
+    run (check "unsupported": the run could not be done), an internal error of tdebug's own (check
+    "internal": never the kernel's exception), or anything else."""
     from ..interpreter.frames import library_dirs, raised_in_tdebug
-    from ..interpreter.patches import DeviceAssertError, UnsupportedDtypeError
+    from ..interpreter.patches import DeviceAssertError
+    from ..interpreter.unsupported import unsupported_reason
 
     cause = root_cause(exc)
-    if raised_in_tdebug(cause):
+    reason = unsupported_reason(cause)
+    if reason is None and raised_in_tdebug(cause):
         return internal_finding(cause)
     if isinstance(cause, DeviceAssertError):
         what = "int32 overflow" if cause.kind == "overflow" else "device_assert failed"
         return Finding(check=cause.kind, message=f"{what}: {cause.message} ({cause.failed} of {cause.total} lanes)",
                        file=cause.file, line=cause.line, pids=[cause.pid])
-    if isinstance(cause, UnsupportedDtypeError):
-        return Finding(check="dtype", message=str(cause))
     file, line = "", 0
     libs = library_dirs()
     for fs in reversed(traceback.extract_tb(cause.__traceback__)):
         if not fs.filename.startswith(libs) and not fs.filename.startswith("<"):
             file, line = fs.filename, fs.lineno or 0
             break
+    if reason is not None:
+        return Finding(check="unsupported", message=reason, file=file, line=line)
     return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line)
 
 
@@ -86,7 +89,7 @@ def internal_finding(exc: BaseException) -> Finding:
 
 
 # A case's status for the finding of the exception that ended it (anything else: "error").
-EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "internal", "dtype": "unsupported"}
+EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "internal", "unsupported": "unsupported"}
 
 
 def _float64(x):
@@ -294,7 +297,7 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     checks = {f["check"] for f in result["findings"]}
     if "internal" in checks:
         result["status"] = "internal"
-    elif "dtype" in checks:
+    elif "unsupported" in checks:
         result["status"] = "unsupported"
     elif checks & {"assert", "overflow"}:
         result["status"] = "assert"

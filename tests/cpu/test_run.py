@@ -71,7 +71,6 @@ def test_hang_is_reported():
     (["run", "kernels/add.py", "--shape", "abc"], "not an integer"),
     (["run", "kernels/add.py", "--mode", "warp"], "'warp' is not one of"),
     (["run", "kernels/add.py", "--break", "3"], "outside every kernel"),
-    (["run", "kernels/add.py", "--dtype", "bf16"], "bf16"),
     (["run", "kernels/add.py", "--dtype", "int7"], "'int7' is not one of"),
     (["run", "kernels/add.py", "--pid", "x"], "bad --pid"),
     (["run", "kernels/matmul.py", "--shape", "5"], "matmul takes a shape"),

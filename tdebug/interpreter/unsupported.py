@@ -1,0 +1,29 @@
+"""What the CPU interpreter cannot run (inline asm, a libdevice function tdebug has no numpy for, a builder
+op Triton's interpreter lacks): told apart from the kernel's own errors, so a run ends "could not run"."""
+
+from __future__ import annotations
+
+import re
+
+from .frames import KernelError
+
+_MISSING_OP = re.compile(r"'InterpreterBuilder' object has no attribute '(\w+)'")
+
+
+class NotRunnable(KernelError, NotImplementedError):
+    """Raised by tdebug's interpreter patches for a construct they cannot compute on the CPU."""
+
+
+def unsupported_reason(exc: BaseException) -> str | None:
+    """Why the interpreter could not run a kernel, or None when `exc` is the kernel's own error."""
+    if isinstance(exc, NotRunnable):
+        return str(exc)
+    text = str(exc)
+    missing = _MISSING_OP.search(text)
+    if missing:
+        op = missing.group(1).removeprefix("create_").removeprefix("get_")
+        return f"Triton's CPU interpreter has no '{op}' operation"
+    if isinstance(exc, NotImplementedError) and text.endswith(" not supported in interpreter mode"):
+        what = text.removesuffix(" not supported in interpreter mode")  # inline_asm, extern_elementwise
+        return f"{what} is not supported by Triton's CPU interpreter"
+    return None
