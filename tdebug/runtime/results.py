@@ -46,6 +46,7 @@ class JobResult:
     fatal: str = ""  # the child could not even plan (bad target file, import error)
     fatal_usage: bool = False  # ... because of what the user asked (a shape of the wrong rank): exit 2
     logs: list[ChildLog] = field(default_factory=list)  # one per child, with capture=True
+    notes: list[Finding] = field(default_factory=list)  # worth knowing, not a fault (exit code 0)
 
 
 def comparison_line(c: dict) -> str:

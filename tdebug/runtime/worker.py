@@ -233,6 +233,21 @@ def run_spec_job(job: dict, channel: Channel, target, sanitizer, lint: Callable[
             _leave()
 
 
+def autotuned_launches(records) -> list[dict]:
+    """The launches of autotuned kernels, once per (kernel, grid, config, surviving configs), with a count:
+    a script may launch a kernel thousands of times."""
+    seen: dict[tuple, dict] = {}
+    for r in records:
+        if r.config_index is None:
+            continue
+        key = (r.kernel, tuple(r.grid), r.config_index, tuple(r.survivors))
+        if key in seen:
+            seen[key]["count"] += 1
+        else:
+            seen[key] = {**r.__dict__, "count": 1}
+    return list(seen.values())
+
+
 def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     target = job["target"]
     channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name], lint=[])
@@ -241,6 +256,10 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     sys.path.insert(0, str(Path(target).parent))
     started = time.perf_counter()
     result: dict = {"label": Path(target).name, "findings": [], "comparisons": []}
+    from ..interpreter.patches import STATE
+
+    STATE.config_index, STATE.config_rank = job.get("config"), job.get("config_rank", 0)
+    STATE.launches.clear()
     if sanitizer is not None:
         sanitizer.begin_case()
     exit_code = 0
@@ -262,6 +281,7 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
+    result["launches"] = autotuned_launches(STATE.launches)
     checks = {f["check"] for f in result["findings"]}
     if checks & {"assert", "overflow"}:
         result["status"] = "assert"
