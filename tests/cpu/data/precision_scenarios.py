@@ -111,7 +111,12 @@ def reduce_partials_kernel(partial_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BL
     tl.store(out_ptr + cols, tl.sum(p, axis=0), mask=cols < N)
 
 
-def main(name: str) -> None:
+def main(names: str) -> None:
+    for name in names.split(","):
+        run(name)
+
+
+def run(name: str) -> None:
     torch.manual_seed(0)
     n = 1000
     x = torch.randn(n)
