@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 @dataclass
 class Finding:
-    check: str  # bounds, uninit, race, unwritten, assert, overflow, crash, hang, mismatch, lint, ...
+    check: str  # bounds, uninit, race, unwritten, assert, overflow, nan, note, crash, hang, mismatch, lint, ...
     message: str
     kernel: str = ""
     file: str = ""
