@@ -16,6 +16,7 @@ class CaseResult:
     findings: list[Finding] = field(default_factory=list)
     comparisons: list[dict] = field(default_factory=list)
     time: float = 0.0
+    cpu_time: float = 0.0  # the child's CPU seconds for the case (steadier than `time` on a busy machine)
     error: str = ""
     launches: list[dict] = field(default_factory=list)
     case: dict = field(default_factory=dict)

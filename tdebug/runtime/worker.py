@@ -121,7 +121,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
 
     STATE.config_index = case.config
     STATE.launches.clear()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
     guards = None
     try:
@@ -146,7 +146,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             result["context_lost"] = True
         if sanitizer is not None:
             result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
-        result["time"] = time.perf_counter() - started
+        result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
@@ -159,7 +159,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
         result["launches"] = [r.__dict__ for r in STATE.launches]
     if not getattr(sanitizer, "computes_outputs", True):
         result["status"] = "fail" if result["findings"] else "pass"  # outputs are not computed: no comparison
-        result["time"] = time.perf_counter() - started
+        result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
     ref = spec.reference(*[_float64(x) for x in inputs])
     tol = spec.tolerances.get(case.dtype) or TOLERANCES.get(case.dtype)
@@ -167,7 +167,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     result["comparisons"] = [c.__dict__ for c in comps]
     ok = all(c.ok for c in comps) and not result["findings"]
     result["status"] = "pass" if ok else "fail"
-    result["time"] = time.perf_counter() - started
+    result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
     return result
 
 
