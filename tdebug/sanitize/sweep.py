@@ -25,6 +25,16 @@ def runs_needed(result: JobResult) -> int:
                default=1)
 
 
+def rank_label(first: JobResult, rank: int) -> str:
+    """kernel #3, ...: the config each autotuned kernel of the first run runs in run `rank`."""
+    picks: dict[str, int] = {}
+    for case in first.cases:
+        for launch in case.launches:
+            survivors = launch.get("survivors") or [launch["config_index"]]
+            picks.setdefault(launch["kernel"], survivors[rank] if rank < len(survivors) else survivors[0])
+    return ", ".join(f"{kernel} #{index}" for kernel, index in picks.items())
+
+
 def configs_label(launches: list[dict]) -> str:
     """kernel #1 BLOCK=128 warps=4 stages=3, ...: which config each autotuned kernel ran."""
     ran: dict[str, set[str]] = {}
@@ -76,7 +86,8 @@ def sanitize_script(job: dict, timeout: float | None = 120.0,
     name = Path(job["target"]).name
     for rank in range(1, runs):
         if progress is not None:
-            progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config)")
+            progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
+                     f"{rank_label(first, rank)})")
         results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout))
     combined = JobResult(kernel=first.kernel)
     for result in results:
