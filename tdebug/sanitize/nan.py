@@ -279,8 +279,9 @@ class NanTracker:
         reduce_scan = getattr(interpreter, "ReduceScanOpInterface", None)
         if reduce_scan is not None:
             patch(reduce_scan, "apply", lambda original: _watched_reduction(tracker, original))
-        patch(builder, "create_masked_store", lambda original: _checked_store(tracker, original, "value"))
-        patch(builder, "create_atomic_rmw", lambda original: _checked_store(tracker, original, "val"))
+        for name, value in (("create_masked_store", "value"), ("create_atomic_rmw", "val")):
+            declared = getattr(type(builder), name)  # Triton's own signature, whatever wraps the instance's
+            patch(builder, name, lambda original, d=declared, v=value: _checked_store(tracker, original, d, v))
         patch(interpreter.GridExecutor, "__call__", lambda original: _flagged_launch(tracker, original))
 
 
@@ -307,11 +308,12 @@ def _watched_reduction(tracker: NanTracker, original):
     return apply
 
 
-def _checked_store(tracker: NanTracker, original, value_name: str):
+def _checked_store(tracker: NanTracker, original, declared, value_name: str):
+    from triton.runtime.interpreter import interpreter_builder
+
     def store(*args, **kwargs):
         if tracker.live:
-            call = bind(original, args, kwargs)
-            a = call.arguments
+            a = bind(declared, (interpreter_builder, *args), kwargs).arguments
             tracker.check_store(a.get("ptrs", a.get("ptr")), a[value_name], a.get("mask"))
         return original(*args, **kwargs)
 
