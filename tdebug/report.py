@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 @dataclass
 class Finding:
-    check: str  # bounds, uninit, race, unwritten, assert, overflow, crash, hang, mismatch, lint, ...
+    check: str  # bounds, uninit, race, unwritten, assert, overflow, nan, note, crash, hang, mismatch, lint, ...
     message: str
     kernel: str = ""
     file: str = ""
@@ -21,10 +21,11 @@ class Finding:
     masked: bool | None = None  # the access had a mask (that let the bad lane through) or had none
     count: int = 1  # lanes / elements sharing this cause
     source: str = "tdebug"  # which tool produced it: tdebug, triton-viz, compute-sanitizer, guard
+    config: str = ""  # the autotune config the launch ran, e.g. "#1 BLOCK=128 warps=4 stages=3"
     extra: dict = field(default_factory=dict)
 
     def key(self) -> tuple:
-        return (self.check, self.kernel, self.file, self.line, self.tensor, self.message)
+        return (self.check, self.kernel, self.file, self.line, self.tensor, self.message, self.config)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -93,6 +94,8 @@ def render(f: Finding, context: bool = True) -> str:
         if f.tensor_shape:
             t += f" shape {list(f.tensor_shape)} strides {list(f.tensor_strides)}"
         facts.append(t)
+    if f.config:
+        facts.append(f"autotune config {f.config}")
     if f.masked is not None:
         facts.append("masked access" if f.masked else "no mask")
     if facts:

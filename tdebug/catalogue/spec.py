@@ -80,7 +80,7 @@ class Bug:
     """The seeded bug in a bugs/ file: which kernel it breaks, its story and who catches it.
 
     caught_by names detectors: "check" (reference check with poisoning and adversarial layouts),
-    "sanitize:<check>" for the interpreter sanitizer (bounds, uninit, race, unwritten, assert, overflow),
+    "sanitize:<check>" for the interpreter sanitizer (bounds, uninit, race, unwritten, assert, overflow, nan),
     "symbolic" (triton-viz's sanitizer), "lint" (autotune lint), "bench" (a performance bug),
     "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard".
     """

@@ -18,6 +18,22 @@ def gpu_available() -> bool:
     return torch.cuda.is_available()
 
 
+def autotune_lines(cases) -> list[str]:
+    """Which config each autotuned kernel of a script ran under the interpreter, and what else it could."""
+    lines, seen = [], set()
+    for case in cases:
+        for launch in case.launches:
+            key = (launch["kernel"], launch["config_index"])
+            if key in seen:
+                continue
+            seen.add(key)
+            others = [i for i in launch.get("survivors", []) if i != launch["config_index"]]
+            lines.append(f"tdebug: {launch['kernel']} ran autotune config #{launch['config_index']} "
+                         f"({launch['config']})" + (f"; --config N runs another (surviving its pruning: "
+                                                    f"{', '.join(f'#{i}' for i in others)})" if others else ""))
+    return lines
+
+
 @click.command("run", context_settings={"ignore_unknown_options": False})
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
@@ -25,7 +41,8 @@ def gpu_available() -> bool:
               help="interpret: Triton's CPU interpreter with tdebug's checks; debug: the GPU with TRITON_DEBUG=1.")
 @case_options
 @click.option("--config", "config", type=int, default=None,
-              help="Autotuned kernels: run this config (index; default 0 under the interpreter).")
+              help="Autotuned kernels: run this config (index; default: the first that survives the "
+                   "kernel's pruning).")
 @click.option("--break", "breaks", type=int, multiple=True, is_flag=False, flag_value=0,
               help="Stop in pdb++ at the kernel's first line, or at LINE of its file (repeatable).")
 @click.option("--variant", default=None, help="A kernel's code path, e.g. causal (see the file's SPEC.variants).")
@@ -63,6 +80,8 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
                        "shapes": [shape] if shape else None, "configs": [config] if config is not None else None,
                        "variants": [variant] if variant else None}
         job["single"] = True
+    elif config is not None:
+        job["config"] = config
     interactive = break_lines is not None
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
         from ..sanitize.gpu_debug import run_debug
@@ -81,6 +100,9 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         for line in render_case(case):
             click.echo(line)
         failed |= not case.ok
+    if kind == TargetKind.SCRIPT and mode == "interpret":
+        for line in autotune_lines(result.cases):
+            click.echo(line, err=True)
     if could_not_run(result.cases, instead=f"tdebug run {target} --mode debug"):
         raise SystemExit(3)
     if kind == TargetKind.SCRIPT and result.cases:

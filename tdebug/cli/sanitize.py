@@ -17,6 +17,7 @@ from ..report import render
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
 from ..sanitize import CHECKS, sanitize_job
+from ..sanitize.sweep import sanitize_script
 from .common import COULD_NOT_RUN, CouldNotRun, TargetKind, classify_target, could_not_run, exit_code, fresh_seed
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
@@ -95,7 +96,12 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     CPU checks: bounds (every address against the elements each tensor view really spans, before the
     access), uninit (reads of torch.empty memory nothing wrote), race (two programs touching one
     element, one of them storing, without atomics), unwritten (output elements no program wrote),
-    assert (tl.device_assert, live), overflow (int32 offset arithmetic).
+    assert (tl.device_assert, live), overflow (int32 offset arithmetic), nan (the op that first made a
+    NaN/Inf from finite operands, when that value reaches memory through a store).
+
+    \b
+    A script with autotuned kernels runs once per config that survives their pruning; findings name
+    the config; --config N runs config N only.
     """
     if engine == "symbolic" and (problem := triton_viz_problem()):
         raise click.UsageError(f"--engine symbolic {problem}")
@@ -140,6 +146,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             for plan in (job.get("plan") or {},):
                 plan["device"] = "cuda"
             result = sanitize_on_gpu(job, gpu_tools, keep_log, timeout)
+        elif kind == TargetKind.SCRIPT and engine == "tdebug":
+            result = sanitize_script(job, timeout, progress=lambda line: click.echo(line, err=True))
         else:
             result = run_job(job, mode="interpret", timeout=timeout)
         elapsed = time.perf_counter() - started
@@ -153,6 +161,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         rows.append((path, counts, elapsed, len(result.cases), found, unchecked))
         if len(targets) == 1:
             _render_result(result, path, max_findings)
+            for note in result.notes:
+                click.echo(render(note))
         report.append({"target": path, "seconds": elapsed, "cases": [
             {"label": c.label, "status": c.status, "error": c.error, "findings": [f.to_dict() for f in c.findings]}
             for c in result.cases]})

@@ -171,7 +171,7 @@ def probe_outputs(result: JobResult) -> list[dict]:
 
 def run_sanitizer(path: Path, bug: BugEntry | None, opts: Options, engine: str = "tdebug", story: bool = True) -> Run:
     """tdebug's interpreter sanitizer (engine tdebug) or triton-viz's symbolic one (engine symbolic).
-    caught: a finding of a sanitizer kind (bounds, uninit, race, unwritten, assert, overflow for tdebug;
+    caught: a finding of a sanitizer kind (bounds, uninit, race, unwritten, assert, overflow, nan for tdebug;
     any detection for symbolic). A bug's story launch counts too."""
     from ..sanitize import sanitize_job
 

@@ -14,6 +14,7 @@ quick case matrix (or the full one).
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -329,6 +330,26 @@ def cell_text(row: Row, cell: Cell, markdown: bool = False, matrix: Matrix | Non
     return text
 
 
+NAN_SYMPTOM = re.compile(r"\bnan\b|\binf\b|infinit", re.IGNORECASE)
+
+
+def nan_note(matrix: Matrix) -> str:
+    """Whether the sanitizer's nan check caught the bugs whose symptom is a NaN or an Inf."""
+    parts = []
+    for row in matrix.rows:
+        if row.bug is None or not NAN_SYMPTOM.search(row.bug.symptom):
+            continue
+        cell = row.cells.get("sanitize")
+        kinds = cell.kinds if cell is not None else ()
+        parts.append(f"`{row.label}`: " + ("caught by the nan check" if "nan" in kinds else
+                                           "missed by the nan check" + (f" (`sanitize` catches it as "
+                                                                        f"{', '.join(kinds)})" if kinds else "")))
+    return ("- NaN/Inf symptoms: " + "; ".join(parts) + "." if parts else
+            "- NaN/Inf symptoms: none in `bugs/`.") + (" The nan check's own cases (an fp16 overflow, an exp "
+                                                        "overflow, a 0/0, intentional infinities) are in "
+                                                        "tests/cpu/test_precision.py.")
+
+
 def to_markdown(matrix: Matrix, root: Path | None = None) -> str:
     root = root or repo_root()
     problems = disagreements(matrix)
@@ -346,7 +367,8 @@ def to_markdown(matrix: Matrix, root: Path | None = None) -> str:
         "",
         "Detectors: `check`: the reference check with poisoned outputs and adversarial shapes, layouts and "
         "configs; `lint`: the autotune lint (from the check's run); `sanitize`: tdebug's interpreter sanitizer "
-        "(bounds, uninit, race, unwritten, assert, overflow); `symbolic`: triton-viz's z3 sanitizer; `bench`: "
+        "(bounds, uninit, race, unwritten, assert, overflow, nan: where a NaN/Inf that reaches memory was "
+        "first made from finite values); `symbolic`: triton-viz's z3 sanitizer; `bench`: "
         "speed against the fixed kernel (GPU); `gpu:*`: compute-sanitizer tools, TRITON_DEBUG asserts and "
         "guard bands (GPU).",
         "",
@@ -364,6 +386,7 @@ def to_markdown(matrix: Matrix, root: Path | None = None) -> str:
         if row.bug is not None and row.bug.expects_clean:
             notes.append(f"- `{row.label}`: the kernel is right (caught_by: clean); the exercise's bug is in "
                          "its user_check, which `tdebug bugs check` judges.")
+    notes.append(nan_note(matrix))
     for row, detector, kinds in false_positives(matrix):
         notes.append(f"- `{row.label}`: `{detector}` (a third-party tool) flags this correct kernel "
                      f"({', '.join(kinds)}): a false positive of the tool; † marks the bugs copied from it whose "

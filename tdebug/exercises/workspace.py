@@ -24,7 +24,7 @@ from pathlib import Path
 from ..catalogue.files import repo_root
 
 GPU_DETECTORS = ("bench", "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard")
-SANITIZE_KINDS = ("bounds", "uninit", "race", "unwritten", "assert", "overflow")
+SANITIZE_KINDS = ("bounds", "uninit", "race", "unwritten", "assert", "overflow", "nan")
 DETECTOR_NAMES = ("check", "lint", *(f"sanitize:{k}" for k in SANITIZE_KINDS), "symbolic", *GPU_DETECTORS)
 CLEAN = "clean"  # caught_by == ["clean"]: the kernel is right; the exercise's bug is elsewhere (a user's test)
 STATUSES = ("not started", "started", "failing", "unverified", "passed")

@@ -42,11 +42,13 @@ class LaunchRecord:
     grid: tuple[int, ...]
     config: str = ""
     config_index: int | None = None
+    survivors: list[int] = field(default_factory=list)  # autotuned: the configs its pruning keeps (indices)
 
 
 @dataclass
 class State:
-    config_index: int | None = None  # autotune config to run; None -> 0
+    config_index: int | None = None  # autotune config to run (index into the kernel's configs)
+    config_rank: int = 0  # with no config_index: the rank-th config that survives the kernel's pruning
     launches: list[LaunchRecord] = field(default_factory=list)
     installed: bool = False
 
@@ -86,28 +88,41 @@ def config_text(config) -> str:
     return " ".join(parts)
 
 
+def surviving_configs(tuner, kwargs: dict) -> list[int]:
+    """Indices of the configs that the tuner's prune_configs_by / early_config_prune keep for this call,
+    pruned by the tuner's own prune_configs (so the user's function is called as Triton calls it)."""
+    if len(tuner.configs) < 2:
+        return list(range(len(tuner.configs)))
+    kept = tuner.prune_configs(kwargs)  # a bad early_config_prune signature fails here, as on a GPU
+    ids = {id(c): i for i, c in enumerate(tuner.configs)}
+    return [ids[id(c)] if id(c) in ids else tuner.configs.index(c) for c in kept]
+
+
 def pin_autotune() -> None:
-    """@triton.autotune kernels run the case's config (STATE.config_index, default 0) instead of
-    benchmarking every config: under the interpreter there is no GPU to time them on (plain Triton
-    crashes with "0 active drivers"), and on a GPU every case must run its own config. A config that
-    does not fit the GPU (OutOfResources: shared memory, registers) is skipped for the next one that
-    fits, as the autotuner would skip it, and the skip is said on stderr. Which config ran is recorded."""
+    """@triton.autotune kernels run one pinned config instead of benchmarking every config: under the
+    interpreter there is no GPU to time them on (plain Triton crashes with "0 active drivers"), and on a
+    GPU every case must run its own config. The config is STATE.config_index when set (catalogue cases,
+    --config N), else the STATE.config_rank-th one that survives the kernel's pruning (a script is run
+    once per surviving config). A config that does not fit the GPU (OutOfResources: shared memory,
+    registers) is skipped for the next one that fits, as the autotuner would skip it, and the skip is
+    said on stderr. Which config ran, and which survived pruning, is recorded."""
     from triton.runtime import autotuner
     from triton.runtime.errors import OutOfResources
 
     def run(self, *args, **kwargs):  # Autotuner.run(self, *args, **kwargs) in 3.6 to 3.9
         self.nargs = dict(zip(self.arg_names, args))
-        want = STATE.config_index or 0
-        if want >= len(self.configs):
+        want = STATE.config_index
+        if want is not None and want >= len(self.configs):
             raise IndexError(f"config {want} requested but {self.base_fn.__name__} has "
                              f"{len(self.configs)} autotune configs (0..{len(self.configs) - 1})")
-        if len(self.configs) > 1:
-            self.prune_configs(kwargs)  # runs the user's early_config_prune: a bad signature fails here
+        survivors = surviving_configs(self, kwargs)
+        if want is None:
+            want = survivors[STATE.config_rank] if STATE.config_rank < len(survivors) else survivors[0]
         order = [want] + [i for i in range(len(self.configs)) if i != want]
         try:
             for n, index in enumerate(order):
                 config = self.configs[index]
-                record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index)
+                record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index, survivors)
                 STATE.launches.append(record)  # the interpreter's launch fills in the grid
                 if config.pre_hook is not None:
                     config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})

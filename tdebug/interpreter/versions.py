@@ -105,6 +105,7 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "Autotuner": lambda: _autotuner().Autotuner,
     "ReduceOps": lambda: _interpreter().ReduceOps,
     "ScanOps": lambda: _interpreter().ScanOps,
+    "ReduceScanOpInterface": lambda: _interpreter().ReduceScanOpInterface,
     "triton": _triton,
     # libdevice: the backend-independent stub and the backends' own modules (their functions are replaced).
     "triton.language.extra.libdevice": lambda: importlib.import_module("triton.language.extra.libdevice"),
@@ -123,6 +124,7 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_store", ()),
     Internal("InterpreterBuilder", "create_assert", ("condition", "message")),
     Internal("InterpreterBuilder", "set_grid_dim", ("nx", "ny", "nz")),
+    Internal("InterpreterBuilder", "set_grid_idx"),  # the sanitizer's probes past the grid (unwritten)
     # Launches: host copies of the arguments, the grid loop, the way back.
     Internal("GridExecutor", "_init_args_hst", ("self", "args_dev", "kwargs")),
     Internal("GridExecutor", "_restore_args_dev", ("self", "args_dev", "args_hst", "kwargs", "kwargs_hst")),
@@ -146,6 +148,7 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_*"),  # the math ops: cos, sin, exp, exp2, log, log2, sqrt, erf, ...
     Internal("InterpreterBuilder", "create_dot", ("a", "b", "d")),
     Internal("ReduceOps", "*"),
+    Internal("ReduceScanOpInterface", "apply"),  # the nan check follows NaN/Inf through reductions
     Internal("ScanOps", "*"),
     Internal("triton.language.extra.libdevice", "*"),
     Internal("triton.language.extra.cuda.libdevice", "*"),

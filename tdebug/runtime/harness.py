@@ -141,7 +141,8 @@ def _case_from_event(ev: dict) -> CaseResult:
     return CaseResult(
         index=ev["index"], label=ev.get("label", ""), status=ev.get("status", "error"),
         findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
-        comparisons=ev.get("comparisons", []), time=ev.get("time", 0.0), error=ev.get("error", ""),
+        comparisons=ev.get("comparisons", []), time=ev.get("time", 0.0), cpu_time=ev.get("cpu_time", 0.0),
+        error=ev.get("error", ""),
         launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"))
 
 

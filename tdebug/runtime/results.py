@@ -16,6 +16,7 @@ class CaseResult:
     findings: list[Finding] = field(default_factory=list)
     comparisons: list[dict] = field(default_factory=list)
     time: float = 0.0
+    cpu_time: float = 0.0  # the child's CPU seconds for the case (steadier than `time` on a busy machine)
     error: str = ""
     launches: list[dict] = field(default_factory=list)
     case: dict = field(default_factory=dict)
@@ -46,6 +47,7 @@ class JobResult:
     fatal: str = ""  # the child could not even plan (bad target file, import error)
     fatal_usage: bool = False  # ... because of what the user asked (a shape of the wrong rank): exit 2
     logs: list[ChildLog] = field(default_factory=list)  # one per child, with capture=True
+    notes: list[Finding] = field(default_factory=list)  # worth knowing, not a fault (exit code 0)
 
 
 def comparison_line(c: dict) -> str:

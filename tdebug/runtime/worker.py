@@ -148,7 +148,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     STATE.config_index = case.config
     STATE.launches.clear()
     take_faults()  # a fault of an earlier case was reported with it
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
     guards = None
     try:
@@ -173,7 +173,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             result["context_lost"] = True
         if sanitizer is not None:
             result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
-        result["time"] = time.perf_counter() - started
+        result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
@@ -186,7 +186,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
         result["launches"] = [r.__dict__ for r in STATE.launches]
     if not getattr(sanitizer, "computes_outputs", True):
         result["status"] = "fail" if result["findings"] else "pass"  # outputs are not computed: no comparison
-        result["time"] = time.perf_counter() - started
+        result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
     ref = spec.reference(*[_float64(x) for x in inputs])
     tol = spec.tolerances.get(case.dtype) or TOLERANCES.get(case.dtype)
@@ -194,7 +194,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     result["comparisons"] = [c.__dict__ for c in comps]
     ok = all(c.ok for c in comps) and not result["findings"]
     result["status"] = "pass" if ok else "fail"
-    result["time"] = time.perf_counter() - started
+    result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
     return result
 
 
@@ -260,6 +260,21 @@ def run_spec_job(job: dict, channel: Channel, target, sanitizer, lint: Callable[
             _leave()
 
 
+def autotuned_launches(records) -> list[dict]:
+    """The launches of autotuned kernels, once per (kernel, grid, config, surviving configs), with a count:
+    a script may launch a kernel thousands of times."""
+    seen: dict[tuple, dict] = {}
+    for r in records:
+        if r.config_index is None:
+            continue
+        key = (r.kernel, tuple(r.grid), r.config_index, tuple(r.survivors))
+        if key in seen:
+            seen[key]["count"] += 1
+        else:
+            seen[key] = {**r.__dict__, "count": 1}
+    return list(seen.values())
+
+
 def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     target = job["target"]
     channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name], lint=[])
@@ -268,6 +283,10 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     sys.path.insert(0, str(Path(target).parent))
     started = time.perf_counter()
     result: dict = {"label": Path(target).name, "findings": [], "comparisons": []}
+    from ..interpreter.patches import STATE
+
+    STATE.config_index, STATE.config_rank = job.get("config"), job.get("config_rank", 0)
+    STATE.launches.clear()
     if sanitizer is not None:
         sanitizer.begin_case()
     exit_code = 0
@@ -294,6 +313,7 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         result["error"] = internal.message
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
+    result["launches"] = autotuned_launches(STATE.launches)
     checks = {f["check"] for f in result["findings"]}
     if "internal" in checks:
         result["status"] = "internal"

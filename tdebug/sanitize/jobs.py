@@ -9,6 +9,7 @@ from pathlib import Path
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
 from ..sanitize.session import CHECKS
+from .sweep import sanitize_script
 
 
 def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int | None = None,
@@ -27,12 +28,20 @@ def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int |
                            "shapes": [shape] if shape else None, "configs": [config] if config is not None else None}
         else:
             job["plan"] = {"quick": quick, "device": "cpu", "seed": seed}
+            if config is not None:
+                job["plan"]["configs"] = [config]
+    elif config is not None:
+        job["config"] = config  # a script: this autotune config only (else one run per surviving config)
     return job
 
 
 def sanitize_file(path: str | Path, *, quick: bool = True, timeout: float = 120.0, engine: str = "tdebug",
                   seed: int | None = None, checks: list[str] | None = None, kind: str = "spec",
-                  on_event: Callable[[str, dict], None] | None = None, **job_options) -> JobResult:
-    """Run a catalogue file's cases (or a script) under the interpreter sanitizer."""
+                  on_event: Callable[[str, dict], None] | None = None,
+                  progress: Callable[[str], None] | None = None, **job_options) -> JobResult:
+    """Run a catalogue file's cases (or a script, once per surviving autotune config) under the
+    interpreter sanitizer."""
     job = sanitize_job(path, kind, quick=quick, seed=seed, checks=checks, engine=engine, **job_options)
+    if kind == "script" and engine == "tdebug":
+        return sanitize_script(job, timeout, progress)
     return run_job(job, mode="interpret", timeout=timeout, on_event=on_event)

@@ -315,26 +315,3 @@ class LaunchChecker:
 
     def findings(self) -> list[Finding]:
         return [i.finding() for i in self.issues.values()]
-
-
-def unwritten_findings(kernel: str, views: list[ArgView], where: tuple[str, int]) -> list[Finding]:
-    """Elements of a stored-to tensor that still hold the allocation poison after the launches:
-    no program wrote them (a grid too small, a block skipped)."""
-    findings = []
-    for v in views:
-        if not v.was_empty or v.tensor.numel() == 0:
-            continue
-        mask = poison_mask(v.tensor)
-        n = int(mask.sum())
-        if not n:
-            continue
-        idx = mask.nonzero()
-        lo, hi = idx.min(0).values.tolist(), idx.max(0).values.tolist()
-        region = " x ".join(f"[{a}..{b}]" for a, b in zip(lo, hi))
-        findings.append(Finding(
-            check="unwritten", kernel=kernel, file=where[0], line=where[1], tensor=v.name,
-            tensor_shape=tuple(v.tensor.shape), tensor_strides=tuple(v.tensor.stride()),
-            message=f"{n} of {v.tensor.numel()} elements of output '{v.name}' were written by no program "
-                    f"(region {region}); is the grid too small for the block size?",
-            indices=[tuple(i) for i in idx[:MAX_EXAMPLES].tolist()], count=n))
-    return findings

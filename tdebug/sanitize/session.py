@@ -11,17 +11,17 @@ interface: cheaper, and it works for any kernel the interpreter runs.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patch
 from ..report import Finding, merge
-from .memory import ArgView, LaunchChecker, unwritten_findings
+from .memory import ArgView, LaunchChecker
+from .nan import NanTracker
+from .unwritten import Evidence, ProbeChecker, probe, unwritten_elements, unwritten_findings
 
-CHECKS = frozenset({"bounds", "uninit", "race", "unwritten", "assert", "overflow"})
+CHECKS = frozenset({"bounds", "uninit", "race", "unwritten", "assert", "overflow", "nan"})
 
 
 class SanitizerSession:
@@ -31,20 +31,27 @@ class SanitizerSession:
         self.current: LaunchChecker | None = None
         self._unmasked = False
         self.case_findings: list[Finding] = []
-        # Tensors some launch of the case stored to: (storage, name) -> (kernel, view, kernel's def line)
-        self.case_stored: dict[tuple[int, str], tuple[str, ArgView, tuple[str, int]]] = {}
+        # Tensors some launch of the case stored to: (storage, name) -> view
+        self.case_stored: dict[tuple[int, str], ArgView] = {}
+        # Storages with unwritten elements that a program past some launch's grid would write: ptr -> evidence
+        self.case_evidence: dict[int, Evidence] = {}
+        self.config = ""  # the running launch's autotune config, as findings name it
+        self.probing: tuple[tuple[int, int, int], tuple[int, int, int], ProbeChecker] | None = None
+        self.nan = NanTracker(self._tensor_name) if "nan" in self.checks else None
 
     # -- per case (the worker calls these around each launch of a catalogue case, or a whole script) --
     def begin_case(self) -> None:
         self.case_findings = []
         self.case_stored = {}
+        self.case_evidence = {}
 
     def end_case(self) -> list[Finding]:
         findings = list(self.case_findings)
         if "unwritten" in self.checks:
-            for kernel, view, where in self.case_stored.values():
-                findings += unwritten_findings(kernel, [view], where)
+            for view in self.case_stored.values():
+                findings += unwritten_findings(view, self.case_evidence.get(view.storage_ptr))
         self.case_stored = {}
+        self.case_evidence = {}
         merged = merge(findings)
         return merged[: self.max_findings] if self.max_findings else merged
 
@@ -54,23 +61,32 @@ class SanitizerSession:
         name (versions.bind): the same wrappers fit Triton 3.6's and 3.8's differing signatures."""
         from triton.runtime import interpreter
 
+        if self.nan is not None:
+            self.nan.install()  # first: its store check then sees the mask after out-of-bounds lanes are cut
         session = self
         handle = interpreter.TensorHandle
 
         def init_args(original):
             def _init_args_hst(*args, **kwargs):
                 args_hst, kwargs_hst = original(*args, **kwargs)
-                session._begin_launch(bind(original, args, kwargs).arguments["self"], args_hst, kwargs_hst)
+                if session.probing is None:
+                    session._begin_launch(bind(original, args, kwargs).arguments["self"], args_hst, kwargs_hst)
                 return args_hst, kwargs_hst
 
             return _init_args_hst
 
         def end_launch(original):
-            def __call__(*args, **kwargs):
+            def __call__(executor, *args, **kwargs):
+                if session.probing is not None:
+                    return original(executor, *args, **kwargs)
                 try:
-                    return original(*args, **kwargs)
-                finally:
+                    out = original(executor, *args, **kwargs)
+                except BaseException:
                     session._end_launch()
+                    raise
+                checker = session._end_launch()
+                session._probe_past_grid(executor, args, kwargs, checker, original)
+                return out
 
             return __call__
 
@@ -124,6 +140,8 @@ class SanitizerSession:
         patch(builder, "create_masked_store", checked("store", "ptrs"))
         patch(builder, "create_atomic_rmw", checked("atomic", "ptr"))
         patch(builder, "create_atomic_cas", atomic_cas)
+        patch(builder, "set_grid_dim", lambda original: _virtual_grid(session, original, "grid_dim", 1))
+        patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
 
     # -- launches ------------------------------------------------------------------------------------
     def _begin_launch(self, executor, args_hst, kwargs_hst) -> None:
@@ -141,28 +159,30 @@ class SanitizerSession:
                 views.append(ArgView(name, t, storage.data_ptr(), storage.nbytes(), t.element_size(),
                                      was_empty=ALLOCATIONS.was_empty(storage.data_ptr())))
         kernel = getattr(fn, "__name__", "kernel")
-        try:
-            where = (inspect.getsourcefile(fn) or "", fn.__code__.co_firstlineno)
-        except TypeError:
-            where = ("", 0)
         self.current = LaunchChecker(kernel, views, self.checks)
-        self._where = where
+        self.config = launch_config(kernel)
 
-    def _end_launch(self) -> None:
+    def _end_launch(self) -> LaunchChecker | None:
         checker, self.current = self.current, None
         if checker is None:
-            return
-        self.case_findings += checker.findings()
+            return None
+        found = checker.findings() + (self.nan.findings() if self.nan is not None else [])
+        for f in found:
+            f.config = self.config
+        self.case_findings += found
         # Only tensors a launch stored to can have unwritten elements.
         for shadow in checker.shadows:
             if shadow.stored:
                 for v in shadow.views:
-                    self.case_stored.setdefault((v.storage_ptr, v.name), (checker.kernel, v, self._where))
+                    self.case_stored.setdefault((v.storage_ptr, v.name), v)
+        return checker
 
     def _check(self, kind: str, ptrs, mask) -> np.ndarray | None:
-        checker = self.current
+        checker = self.current if self.probing is None else self.probing[2]
         if checker is None:
             return None
+        if self.probing is not None:
+            checker.masked = mask is not None and not self._unmasked
         from triton.runtime.interpreter import interpreter_builder
 
         pid = tuple(interpreter_builder.grid_idx)
@@ -174,3 +194,73 @@ class SanitizerSession:
         if not checker.shadows:
             return None  # a launch with no tensor arguments: nothing to check against
         return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where)
+
+    def _tensor_name(self, addr: int) -> str:
+        """The name of the launch's tensor argument whose storage holds a byte address ('' if none)."""
+        checker = self.current
+        for s in checker.shadows if checker else ():
+            if s.ptr <= addr < s.ptr + s.nbytes:
+                return s.view_of((addr - s.ptr) // s.elsize).name
+        return ""
+
+    # -- programs past the grid (the unwritten check's evidence) --------------------------------------
+    def _probe_past_grid(self, executor, args, kwargs, checker: LaunchChecker | None, original_call) -> None:
+        """After a launch that left elements of a torch.empty tensor unwritten: would a program past the
+        grid write them under the kernel's own masks? (tdebug.sanitize.unwritten)"""
+        if "unwritten" not in self.checks or checker is None:
+            return
+        unwritten = unwritten_elements(checker.shadows)
+        if not unwritten:
+            return
+        import copy
+
+        from triton.runtime import interpreter
+
+        from ..interpreter.patches import STATE
+
+        grid = tuple(interpreter.interpreter_builder.grid_dim)
+        views = [v for s in checker.shadows for v in s.views]
+        records = len(STATE.launches)
+
+        def run_program(pid: tuple[int, int, int], probe_checker: ProbeChecker) -> None:
+            one = copy.copy(executor)
+            one.grid, one.pre_run_hooks = (1, 1, 1), []
+            self.probing = (pid, grid, probe_checker)
+            try:
+                original_call(one, *args, **kwargs)
+            finally:
+                self.probing = None
+                del STATE.launches[records:]
+
+        if self.nan is not None:
+            self.nan.enabled = False
+        try:
+            found = probe(run_program, checker.kernel, self.config, views, grid, unwritten)
+        finally:
+            if self.nan is not None:
+                self.nan.enabled = True
+        for ptr, evidence in found.items():
+            self.case_evidence.setdefault(ptr, evidence)
+
+
+def _virtual_grid(session: SanitizerSession, original, attribute: str, part: int):
+    """set_grid_dim / set_grid_idx: while the session probes, the one program run is the virtual one."""
+    def setter(*args, **kwargs):
+        if session.probing is None:
+            return original(*args, **kwargs)
+        from triton.runtime.interpreter import interpreter_builder
+
+        setattr(interpreter_builder, attribute, session.probing[part])
+        return None
+
+    return setter
+
+
+def launch_config(kernel: str) -> str:
+    """The autotune config the launch of `kernel` now starting runs ('' when not autotuned)."""
+    from ..interpreter.patches import STATE
+
+    record = STATE.launches[-1] if STATE.launches else None
+    if record is None or record.kernel != kernel or not record.config:
+        return ""
+    return f"#{record.config_index} {record.config}"

@@ -1,0 +1,329 @@
+"""NaN/Inf origin (the sanitizer's `nan` check): the operation that first made a NaN or an Inf out of finite
+operands, reported when that value reaches memory through a store.
+
+Cheap by construction: during a launch numpy's floating-point error state is 'call' (overflow, invalid,
+divide by zero), so only an op that turns finite values into a NaN/Inf raises a flag; every other op pays
+one flag test in its wrapper. A flagged op is examined lane by lane; its new non-finite lanes get an origin
+id (an int array on the result's TensorHandle) that follows them through element-wise, shape and
+reduction ops. A store whose active lanes hold a value with an origin is reported: the producing line,
+program, lanes and operand values, and the store it reached. A NaN/Inf with no origin - loaded from memory,
+a constant such as other=-inf padding or tl.full(-inf), or what a reduction or a subtraction makes of
+those - is never reported, and neither is a lane that the store's mask turns off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..interpreter.frames import current_pid, user_frame
+from ..interpreter.versions import bind, patch
+from ..report import Finding
+
+TAINT = "_tdebug_nan_origin"  # attribute on an interpreter TensorHandle: origin id per lane, -1 for none
+MAX_ORIGINS = 10_000  # per launch; beyond it new origins are not recorded (their NaNs go unreported)
+MAX_EXAMPLES = 4
+
+# Builder ops that never compute a floating-point value from floating-point operands.
+NOT_ARITHMETIC = frozenset({
+    "create_load", "create_store", "create_masked_load", "create_masked_store", "create_tensor_pointer_load",
+    "create_tensor_pointer_store", "create_descriptor_load", "create_descriptor_store",
+    "create_descriptor_gather", "create_descriptor_scatter", "create_atomic_cas", "create_atomic_rmw",
+    "create_atomic_load", "create_atomic_store", "create_atomic_poll", "create_get_program_id",
+    "create_get_num_programs", "create_make_range", "create_addptr", "create_print", "create_assert",
+    "create_assume", "create_barrier", "create_make_block_ptr", "create_advance",
+    "create_make_tensor_descriptor", "create_histogram", "create_int_to_ptr", "create_ptr_to_int",
+    "create_extern_elementwise", "create_inline_asm",
+})
+# Ops that move lanes without computing: the origin ids move the same way (the op itself is applied to them).
+SHAPE_OPS = frozenset({
+    "create_reshape", "create_trans", "create_expand_dims", "create_broadcast", "create_splat",
+    "create_unsplat", "create_cat", "create_join", "create_split", "create_gather", "create_permute",
+})
+# Ops whose output lanes each depend on whole operands, not on the operand lanes at the same index.
+WHOLE_OPS = frozenset({"create_dot", "reduce"})
+SYMBOLS = {"create_fadd": "+", "create_fsub": "-", "create_fmul": "*", "create_fdiv": "/",
+           "create_precise_divf": "/", "create_frem": "%"}
+WORDS = {"create_fadd": "an addition", "create_fsub": "a subtraction", "create_fmul": "a multiplication",
+         "create_fdiv": "a division", "create_precise_divf": "a division", "create_frem": "a remainder",
+         "create_fp_trunc": "a conversion", "create_fp_to_fp": "a conversion", "create_fp_ext": "a conversion",
+         "create_si_to_fp": "a conversion", "create_ui_to_fp": "a conversion", "create_dot": "tl.dot",
+         "reduce": "a reduction (tl.sum, tl.max, tl.reduce or a scan)"}
+
+
+def _op_words(name: str) -> str:
+    return WORDS.get(name) or "tl." + name.removeprefix("create_").removeprefix("precise_")
+
+
+@dataclass
+class Origin:
+    """One op of one program that made non-finite lanes out of finite operands."""
+
+    kind: str  # "NaN", "Inf" or "NaN/Inf"
+    what: str  # the operation as a person reads it, e.g. "division in float32"
+    file: str
+    line: int
+    pid: tuple[int, ...]
+    lanes: list[str]  # a few lanes with their operand values
+
+
+@dataclass
+class _Reached:
+    """Stores of values from one origin line to one tensor (merged over programs)."""
+
+    origin: Origin
+    tensor: str
+    store: tuple[str, int]
+    kernel: str
+    stored: str  # what the store wrote: "NaN", "Inf" or "NaN/Inf"
+    count: int = 0
+    pids: list[tuple[int, ...]] = field(default_factory=list)
+    lanes: list[str] = field(default_factory=list)
+
+
+def _float_handles(values) -> list:
+    return [v for v in values if hasattr(v, "data") and isinstance(v.data, np.ndarray) and v.data.dtype.kind == "f"]
+
+
+def _broadcasts_to(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
+    if shape == out:
+        return True
+    try:
+        return np.broadcast_shapes(shape, out) == out
+    except ValueError:
+        return False
+
+
+def _kind(values: np.ndarray) -> str:
+    return "NaN" if np.isnan(values).all() else ("Inf" if np.isinf(values).all() else "NaN/Inf")
+
+
+def _value_text(x) -> str:
+    x = float(x)
+    return repr(x) if not np.isfinite(x) else f"{x:.6g}"
+
+
+class NanTracker:
+    """Installed once per child; collects findings across the launches of a case."""
+
+    def __init__(self, tensor_name: Callable[[int], str] | None = None) -> None:
+        self.tensor_name = tensor_name or (lambda addr: "")
+        self.enabled = True  # off while the sanitizer probes programs past the grid
+        self.pending = False  # numpy raised a floating-point flag since the last examined op
+        self.live = False  # some value of this launch carries an origin
+        self.kernel = ""
+        self.origins: list[Origin] = []
+        self.reached: dict[tuple, _Reached] = {}
+
+    # -- results ------------------------------------------------------------------------------------
+    def findings(self) -> list[Finding]:
+        """What reached memory since the last call, one finding per (origin line, store, tensor)."""
+        out = []
+        for r in self.reached.values():
+            o = r.origin
+            where = f"line {r.store[1]}" if r.store[0] == o.file else f"{r.store[0]}:{r.store[1]}"
+            out.append(Finding(
+                check="nan", kernel=r.kernel, file=o.file, line=o.line, pids=r.pids, tensor=r.tensor,
+                message=f"{o.kind} first produced here, by {o.what} of finite operands; it reaches "
+                        f"tensor '{r.tensor}' as {r.stored} through the store at {where}",
+                indices=r.lanes, count=r.count))
+        self.reached = {}
+        return out
+
+    # -- launches -----------------------------------------------------------------------------------
+    def begin_launch(self, kernel: str) -> None:
+        self.kernel, self.live, self.pending, self.origins = kernel, False, False, []
+
+    def on_flag(self, _error: str, _flag: int) -> None:
+        self.pending = True
+
+    # -- ops -----------------------------------------------------------------------------------------
+    def after_op(self, name: str, args: tuple, out) -> None:
+        """An op returned `out` after a flag, or with an operand that carries an origin."""
+        self.pending = False
+        if not self.enabled:
+            return
+        outs = out if isinstance(out, tuple) else (out,)
+        operands = _float_handles(args)
+        tainted = [a for a in operands if getattr(a, TAINT, None) is not None]
+        for o in _float_handles(outs):
+            bad = ~np.isfinite(o.data)
+            if not bad.any():
+                continue
+            if name in SHAPE_OPS:
+                if tainted:
+                    self._move(name, args, o, outs, bad)
+                continue
+            self._compute(name, operands, o, bad)
+
+    def _move(self, name: str, args: tuple, out, outs: tuple, bad: np.ndarray) -> None:
+        """A shape op: apply the op itself to the origin ids of its float operands."""
+        from triton.language import int32
+        from triton.runtime.interpreter import TensorHandle
+
+        def ids(a):
+            if not (hasattr(a, "data") and isinstance(a.data, np.ndarray) and a.data.dtype.kind == "f"):
+                return a
+            t = getattr(a, TAINT, None)
+            return TensorHandle(t if t is not None else np.full(a.data.shape, -1, np.int32), int32)
+
+        try:
+            moved = getattr(self, "_original_" + name)(*[ids(a) for a in args])
+            moved = moved[outs.index(out)] if isinstance(moved, tuple) else moved
+            lane = np.where(bad, moved.data.astype(np.int32), -1)
+        except Exception:  # noqa: BLE001 - an op this version does differently: keep the origin, lose the lanes
+            lane = np.where(bad, self._first_id([a for a in args if getattr(a, TAINT, None) is not None]), -1)
+        self._set(out, lane)
+
+    @staticmethod
+    def _first_id(handles: list) -> int:
+        ids = [int(t[t >= 0].min()) for t in (getattr(h, TAINT) for h in handles) if (t >= 0).any()]
+        return min(ids) if ids else -1
+
+    def _compute(self, name: str, operands: list, out, bad: np.ndarray) -> None:
+        shape = out.data.shape
+        new = bad.copy()
+        lane = np.full(shape, -1, np.int32)
+        whole = []  # operands that do not line up with the output lane by lane (tl.dot, reductions)
+        for a in reversed(operands):
+            taint = getattr(a, TAINT, None)
+            if name not in WHOLE_OPS and _broadcasts_to(a.data.shape, shape):
+                new &= np.broadcast_to(np.isfinite(a.data), shape)
+                if taint is not None:
+                    t = np.broadcast_to(taint, shape)
+                    lane = np.where(t >= 0, t, lane)
+            else:
+                whole.append(a)
+                if not np.isfinite(a.data).all():
+                    new[:] = False
+        if whole:
+            first = self._first_id([a for a in whole if getattr(a, TAINT, None) is not None])
+            if first >= 0:
+                lane = np.where(lane >= 0, lane, first)
+        if new.any() and len(self.origins) < MAX_ORIGINS:
+            lane[new] = self._record(name, operands, out, new)
+        lane[~bad] = -1
+        self._set(out, lane)
+
+    def _set(self, out, lane: np.ndarray) -> None:
+        if (lane >= 0).any():
+            setattr(out, TAINT, lane)
+            self.live = True
+
+    def _record(self, name: str, operands: list, out, new: np.ndarray) -> int:
+        frame = user_frame()
+        data = out.data
+        kind = _kind(data[new])
+        dtype = data.dtype.name
+        what = f"{_op_words(name)} in {dtype}"
+        lanes = []
+        for index in np.argwhere(new)[:MAX_EXAMPLES]:
+            idx = tuple(int(i) for i in index)
+            args = [_value_text(np.broadcast_to(a.data, data.shape)[idx]) for a in operands
+                    if name not in WHOLE_OPS and _broadcasts_to(a.data.shape, data.shape)]
+            symbol = SYMBOLS.get(name)
+            if symbol and len(args) == 2:
+                expr = f"{args[0]} {symbol} {args[1]}"
+            elif name in WHOLE_OPS or not args:
+                expr = "finite inputs"
+            else:
+                expr = f"{name.removeprefix('create_')}({', '.join(args)})"
+            lanes.append(f"lane {idx if len(idx) > 1 else idx[0]}: {expr} = {_value_text(data[idx])}")
+        self.origins.append(Origin(kind, what, frame.f_code.co_filename if frame else "",
+                                   frame.f_lineno if frame else 0, current_pid(), lanes))
+        return len(self.origins) - 1
+
+    # -- memory ----------------------------------------------------------------------------------------
+    def check_store(self, ptrs, value, mask) -> None:
+        """A store (or atomic) of `value` under `mask`: report the lanes whose NaN/Inf has an origin."""
+        taint = getattr(value, TAINT, None)
+        if taint is None or not self.enabled:
+            return
+        data = value.data
+        shape = data.shape
+        active = np.ones(shape, bool) if mask is None else np.broadcast_to(np.asarray(mask.data, bool), shape)
+        reached = (np.broadcast_to(taint, shape) >= 0) & active & ~np.isfinite(data)
+        if not reached.any():
+            return
+        frame = user_frame()
+        store = (frame.f_code.co_filename, frame.f_lineno) if frame else ("", 0)
+        addrs = np.broadcast_to(ptrs.data, shape)
+        ids = np.broadcast_to(taint, shape)[reached]
+        for oid in np.unique(ids):
+            origin = self.origins[int(oid)]
+            lanes = reached & (np.broadcast_to(taint, shape) == oid)
+            tensor = self.tensor_name(int(addrs[lanes][0]))
+            stored = _kind(data[lanes])
+            key = (origin.file, origin.line, origin.kind, store, tensor, stored)
+            r = self.reached.get(key)
+            if r is None:
+                r = self.reached[key] = _Reached(origin, tensor, store, self.kernel, stored)
+            r.count += int(lanes.sum())
+            if origin.pid not in r.pids and len(r.pids) < MAX_EXAMPLES:
+                r.pids.append(origin.pid)
+            for text in origin.lanes:
+                if len(r.lanes) < MAX_EXAMPLES and text not in r.lanes:
+                    r.lanes.append(text)
+
+    # -- patches ---------------------------------------------------------------------------------------
+    def install(self) -> None:
+        from triton.runtime import interpreter
+
+        tracker = self
+        builder = interpreter.interpreter_builder
+        for name in sorted(n for n in dir(builder) if n.startswith("create_") and n not in NOT_ARITHMETIC):
+            setattr(self, "_original_" + name, getattr(builder, name))
+            patch(builder, name, lambda original, name=name: _watched(tracker, name, original))
+        reduce_scan = getattr(interpreter, "ReduceScanOpInterface", None)
+        if reduce_scan is not None:
+            patch(reduce_scan, "apply", lambda original: _watched_reduction(tracker, original))
+        for name, value in (("create_masked_store", "value"), ("create_atomic_rmw", "val")):
+            declared = getattr(type(builder), name)  # Triton's own signature, whatever wraps the instance's
+            patch(builder, name, lambda original, d=declared, v=value: _checked_store(tracker, original, d, v))
+        patch(interpreter.GridExecutor, "__call__", lambda original: _flagged_launch(tracker, original))
+
+
+def _watched(tracker: NanTracker, name: str, original):
+    def op(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if tracker.pending or tracker.live:
+            tracker.after_op(name, args, out)
+        return out
+
+    return op
+
+
+def _watched_reduction(tracker: NanTracker, original):
+    def apply(self, input):
+        out = original(self, input)
+        if tracker.pending or tracker.live:
+            ins = input if isinstance(input, tuple) else (input,)
+            outs = out if isinstance(out, tuple) else (out,)
+            tracker.after_op("reduce", tuple(t.handle for t in ins if hasattr(t, "handle")),
+                             tuple(t.handle for t in outs if hasattr(t, "handle")))
+        return out
+
+    return apply
+
+
+def _checked_store(tracker: NanTracker, original, declared, value_name: str):
+    from triton.runtime.interpreter import interpreter_builder
+
+    def store(*args, **kwargs):
+        if tracker.live:
+            a = bind(declared, (interpreter_builder, *args), kwargs).arguments
+            tracker.check_store(a.get("ptrs", a.get("ptr")), a[value_name], a.get("mask"))
+        return original(*args, **kwargs)
+
+    return store
+
+
+def _flagged_launch(tracker: NanTracker, original):
+    def __call__(self, *args, **kwargs):
+        tracker.begin_launch(getattr(self.fn, "__name__", "kernel"))
+        with np.errstate(over="call", invalid="call", divide="call", under="ignore", call=tracker.on_flag):
+            return original(self, *args, **kwargs)
+
+    return __call__

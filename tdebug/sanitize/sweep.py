@@ -1,0 +1,107 @@
+"""Every autotune config of a script: the script runs once per config that survives its kernels' pruning.
+
+The first run pins each autotuned kernel to its first surviving config and records, per launch, which
+configs survive (the kernel's own prune_configs_by / early_config_prune, called as Triton calls it).
+Run k (a fresh child each time) pins every autotuned kernel to its k-th survivor, so a grid computed
+for one block size is seen under every other. A kernel whose grid is the same under every config, and
+that left nothing unwritten under any, gets a note (no finding): correct, but bigger blocks launch idle
+programs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..report import Finding
+from ..runtime.harness import run_job
+from ..runtime.results import JobResult
+from .unwritten import grid_text
+
+
+def runs_needed(result: JobResult) -> int:
+    """How many runs cover every surviving config of every autotuned launch of the first run."""
+    return max((len(launch.get("survivors") or [0]) for case in result.cases for launch in case.launches),
+               default=1)
+
+
+def rank_label(first: JobResult, rank: int) -> str:
+    """kernel #3, ...: the config each autotuned kernel of the first run runs in run `rank`."""
+    picks: dict[str, int] = {}
+    for case in first.cases:
+        for launch in case.launches:
+            survivors = launch.get("survivors") or [launch["config_index"]]
+            picks.setdefault(launch["kernel"], survivors[rank] if rank < len(survivors) else survivors[0])
+    return ", ".join(f"{kernel} #{index}" for kernel, index in picks.items())
+
+
+def configs_label(launches: list[dict]) -> str:
+    """kernel #1 BLOCK=128 warps=4 stages=3, ...: which config each autotuned kernel ran."""
+    ran: dict[str, set[str]] = {}
+    for launch in launches:
+        ran.setdefault(launch["kernel"], set()).add(f"#{launch['config_index']} {launch['config']}")
+    return "; ".join(f"{kernel} {', '.join(sorted(configs))}" for kernel, configs in ran.items())
+
+
+def grid_notes(results: list[JobResult]) -> list[Finding]:
+    """Kernels whose grid stayed the same whatever config ran (and that left nothing unwritten)."""
+    grids: dict[str, dict[int, list]] = {}  # kernel -> config index -> grids of its launches, in order
+    meta: dict[str, set[str]] = {}  # kernel -> the meta-parameters of the configs it ran (warps, stages aside)
+    for result in results:
+        for case in result.cases:
+            for launch in case.launches:
+                grids.setdefault(launch["kernel"], {}).setdefault(launch["config_index"], []).append(
+                    tuple(launch["grid"]))
+                meta.setdefault(launch["kernel"], set()).add(" ".join(
+                    p for p in launch["config"].split() if not p.startswith(("warps=", "stages="))))
+    unwritten = {f.kernel for result in results for case in result.cases for f in case.findings
+                 if f.check == "unwritten"}
+    notes = []
+    for kernel, by_config in grids.items():
+        if len(by_config) < 2 or len(meta[kernel]) < 2 or kernel in unwritten:
+            continue
+        distinct = {tuple(g) for g in by_config.values()}
+        if len(distinct) != 1:
+            continue
+        grid = grid_text(next(iter(distinct))[0])
+        configs = ", ".join(f"#{i}" for i in sorted(by_config))
+        notes.append(Finding(
+            check="note", kernel=kernel,
+            message=f"the launch grid {grid} of {kernel} does not depend on its autotune config: the same under "
+                    f"configs {configs}. It covers the output under every one of them (nothing was left "
+                    "unwritten), but bigger blocks launch programs with nothing to do; "
+                    "grid = lambda META: (triton.cdiv(n, META['BLOCK']),) sizes it for the chosen block"))
+    return notes
+
+
+def sanitize_script(job: dict, timeout: float | None = 120.0,
+                    progress: Callable[[str], None] | None = None) -> JobResult:
+    """Sanitize a script under every surviving autotune config (or the one job['config'] names)."""
+    first = run_job({**job, "config_rank": 0}, mode="interpret", timeout=timeout)
+    if first.fatal or job.get("config") is not None:
+        _label(first, job)
+        return first
+    results = [first]
+    runs = runs_needed(first)
+    name = Path(job["target"]).name
+    for rank in range(1, runs):
+        if progress is not None:
+            progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
+                     f"{rank_label(first, rank)})")
+        results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout))
+    combined = JobResult(kernel=first.kernel)
+    for result in results:
+        _label(result, job)
+        for case in result.cases:
+            case.index = len(combined.cases)
+            combined.cases.append(case)
+            combined.labels.append(case.label)
+    combined.notes = grid_notes(results)
+    return combined
+
+
+def _label(result: JobResult, job: dict) -> None:
+    for case in result.cases:
+        ran = configs_label(case.launches)
+        if ran:
+            case.label = f"{Path(job['target']).name} [{ran}]"
