@@ -8,6 +8,8 @@ after TRITON_INTERPRET=1 is set and before any kernel runs:
   with "0 active drivers" on a CPU-only machine); which config ran is recorded.
 - bf16 is refused (Triton 3.6's interpreter computes wrong bf16 results).
 - every launch is recorded (kernel name, grid, config) so a caller can tell that a Triton kernel ran.
+- builtins bound to module-level names work in kernels (aliases.py); block-pointer masks reach the
+  memory ops as TensorHandles (block_pointers.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import aliases, block_pointers
 from .frames import current_pid, user_frame
 
 
@@ -168,4 +171,6 @@ def install() -> None:
     _enable_device_assert()
     pin_autotune()
     _check_dtypes_and_record()
+    aliases.install()
+    block_pointers.install()
     STATE.installed = True

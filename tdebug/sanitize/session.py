@@ -16,8 +16,10 @@ import inspect
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
+from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..report import Finding, merge
+from . import live, locks
 from .memory import ArgView, LaunchChecker, unwritten_findings
 
 CHECKS = frozenset({"bounds", "uninit", "race", "unwritten", "assert", "overflow"})
@@ -119,6 +121,8 @@ class SanitizerSession:
         builder.create_masked_store = create_masked_store
         builder.create_atomic_rmw = create_atomic_rmw
         builder.create_atomic_cas = create_atomic_cas
+        locks.install(lambda: session.current)
+        live.install(lambda: session.current)
 
     # -- launches ------------------------------------------------------------------------------------
     def _begin_launch(self, executor, args_hst, kwargs_hst) -> None:
@@ -140,7 +144,8 @@ class SanitizerSession:
             where = (inspect.getsourcefile(fn) or "", fn.__code__.co_firstlineno)
         except TypeError:
             where = ("", 0)
-        self.current = LaunchChecker(kernel, views, self.checks)
+        self.current = LaunchChecker(kernel, views, self.checks, order=locks.LockOrder(),
+                                     reach=live.PointerReach(views))
         self._where = where
 
     def _end_launch(self) -> None:
@@ -161,11 +166,19 @@ class SanitizerSession:
         from triton.runtime.interpreter import interpreter_builder
 
         pid = tuple(interpreter_builder.grid_idx)
-        gx, gy, _ = interpreter_builder.grid_dim
+        gx, gy, gz = interpreter_builder.grid_dim
         linear = pid[0] + gx * (pid[1] + gy * pid[2])
+        checker.order.enter(linear, gx * gy * gz)
         frame = user_frame()
         where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("", 0)
         mask_data = None if (mask is None or self._unmasked) else np.asarray(mask.data)
-        if not checker.shadows:
-            return None  # a launch with no tensor arguments: nothing to check against
-        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where)
+        how = ""
+        unchecked = unchecked_dims(mask)
+        if unchecked:  # a block pointer's mask holds only the dims in boundary_check
+            dims = ", ".join(map(str, unchecked))
+            how = f"block-pointer {kind} without boundary_check on dim{'s' if len(unchecked) > 1 else ''} {dims}"
+            if len(unchecked) == len(np.shape(mask_data)):
+                mask_data = None
+        if not checker.shadows and not checker.reach.bases.size:
+            return None  # no tensor arguments, no pointers built from integers: nothing to check against
+        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how)
