@@ -331,7 +331,8 @@ class LaunchChecker:
                 w = s.writer[elems]
                 a = s.atomic_by[elems]
                 r = s.reader[elems]
-                ww = self._unordered(s, "writer", elems, w, linear_pid) | self._unordered(s, "atomic", elems, a, linear_pid)
+                ww = (self._unordered(s, "writer", elems, w, linear_pid)
+                      | self._unordered(s, "atomic", elems, a, linear_pid))
                 wr = self._unordered(s, "reader", elems, r, linear_pid) | (s.multi_reader[elems] & (r >= 0))
                 for mask, what in ((ww, "stores to tensor '{}' elements that another program also writes "
                                          "in the same launch, without atomics (write/write race; on a 2-D "
