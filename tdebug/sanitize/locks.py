@@ -19,7 +19,7 @@ import numpy as np
 
 from ..interpreter.versions import bind, patch
 
-SPIN_LIMIT = 10_000  # failed acquires in a row on a lock no running program can release: a deadlock
+SPIN_LIMIT = 1000  # failed acquires in a row on a lock no running program can release: a deadlock
 
 
 class LockNeverReleased(RuntimeError):
@@ -97,9 +97,9 @@ class LockOrder:
             return
         self.spins += 1
         if self.spins >= SPIN_LIMIT:
-            whom = "this program itself" if holder == self.pid else f"program {holder}, which has finished"
-            raise LockNeverReleased(f"spin lock never released: the lock is held by {whom}; on a GPU this "
-                                    "program would spin forever (a missing atomic_xchg release?)")
+            whom = "itself" if holder == self.pid else f"program {holder}, which ended without releasing it"
+            raise LockNeverReleased(f"spin lock never released: program {self.pid} spins on a lock held by {whom}; "
+                                    "on a GPU it would spin forever (a missing tl.atomic_xchg(lock, 0)?)")
 
     # -- epochs of shadow elements ---------------------------------------------------------------------
     def now(self) -> int:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tdebug.sanitize import sanitize_file
-from tdebug.sanitize.locks import LockOrder
+from tdebug.sanitize.locks import SPIN_LIMIT, LockNeverReleased, LockOrder
 
 SCENARIOS = Path(__file__).parent / "data" / "reach_scenarios.py"
 
@@ -98,3 +98,14 @@ def test_lock_orders_only_what_it_protects():
     order.enter(2, 3)
     order.acquire(0x200)  # another lock publishes nothing of programs 0 and 1
     assert not order.ordered(shadow, "writer", elems, np.zeros(4, dtype=np.int32)).any()
+
+
+def test_spinning_on_a_lock_nobody_releases_is_a_deadlock_not_a_hang():
+    order = LockOrder()
+    order.enter(0, 2)
+    lock = np.array([0x100], dtype=np.uint64)
+    order.after_cas(lock, np.array([0]), np.array([1]), np.array([0]))  # program 0 takes it, never releases
+    order.enter(1, 2)
+    with pytest.raises(LockNeverReleased, match="program 1 spins on a lock held by program 0"):
+        for _ in range(SPIN_LIMIT):
+            order.after_cas(lock, np.array([0]), np.array([1]), np.array([1]))
