@@ -5,11 +5,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from triton.runtime import interpreter
 
 from tdebug.sanitize import sanitize_file
 from tdebug.sanitize.locks import SPIN_LIMIT, LockNeverReleased, LockOrder
 
 SCENARIOS = Path(__file__).parent / "data" / "reach_scenarios.py"
+needs_block_pointers = pytest.mark.skipif(not hasattr(interpreter, "BlockPointerHandle"),
+                                          reason="this Triton removed block pointers (3.9: make_block_ptr raises)")
+
+
+def _triton_viz_imports() -> bool:
+    try:
+        import triton_viz  # noqa: F401
+    except (ImportError, AttributeError):  # triton-viz 3.0 does not import on Triton 3.9
+        return False
+    return True
 
 
 def sanitize(name: str):
@@ -27,7 +38,8 @@ def source_line(f) -> str:
     return SCENARIOS.read_text().splitlines()[f.line - 1]
 
 
-@pytest.mark.parametrize("name", ["aliases", "block_checked", "grouped_gemm", "lock_shared"])
+@pytest.mark.parametrize("name", ["aliases", pytest.param("block_checked", marks=needs_block_pointers),
+                                  "grouped_gemm", "lock_shared"])
 def test_correct_kernels_are_clean(name):
     case = sanitize(name)
     assert case.status == "pass", [f.message for f in case.findings]
@@ -41,6 +53,7 @@ def test_libdevice_function_through_an_alias():
     assert case.status == "pass", [f.message for f in case.findings]
 
 
+@needs_block_pointers
 def test_block_pointer_without_boundary_check_is_a_bounds_finding_not_a_crash():
     case = sanitize("block_unchecked")
     assert by_check(case, "exception") == []  # tdebug's own check used to raise on the block pointer's mask
@@ -74,6 +87,8 @@ def test_accumulation_without_a_shared_lock_races(name):
 
 
 def test_kernel_with_its_own_triton_viz_trace_is_sanitized_by_tdebug():
+    if not _triton_viz_imports():
+        pytest.skip("triton-viz does not import with this Triton")
     case = sanitize("triton_viz_traced")
     (f,) = by_check(case, "bounds")
     assert f.source == "tdebug" and f.tensor == "x_ptr" and f.masked is False
