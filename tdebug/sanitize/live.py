@@ -38,7 +38,7 @@ class PointerReach:
         self._noted: list[np.ndarray] = []
         self._bases: np.ndarray | None = None
         self._live: list[tuple[int, int, list[torch.Tensor]]] | None = None
-        self._starts = np.zeros(0, dtype=np.uint64)
+        self._starts = self._ends = np.zeros(0, dtype=np.uint64)
 
     def note(self, values: np.ndarray) -> None:
         """Pointers the kernel made from integers (interpreter's create_int_to_ptr)."""
@@ -81,9 +81,12 @@ class PointerReach:
         base = int(bases[at])
         if any(v.storage_ptr <= base < v.storage_ptr + v.storage_bytes for v in self.args):
             return None  # a pointer into an argument: the argument's own bounds finding says it
-        origin, table = self._origin(base)
         self._scan()
         index = int(self._storage_index(np.array([base], dtype=np.uint64))[0])
+        end = base if index < 0 else self._live[index][0] + self._live[index][1]
+        if any(_distance(addr, v.storage_ptr, v.storage_ptr + v.storage_bytes) < addr - end for v in self.args):
+            return None  # nearer an argument than the pointer: that argument's bounds finding says it
+        origin, table = self._origin(base)
         if index >= 0:
             ptr, nbytes, tensors = self._live[index]
             name = _views(ptr, nbytes, tensors)[0].name
@@ -115,16 +118,18 @@ class PointerReach:
                 by_storage.setdefault(ptr, (nbytes, []))[1].append(t)
         self._live = [(ptr, nbytes, tensors) for ptr, (nbytes, tensors) in sorted(by_storage.items())]
         self._starts = np.array([ptr for ptr, _, _ in self._live], dtype=np.uint64)
+        self._ends = np.array([ptr + nbytes for ptr, nbytes, _ in self._live], dtype=np.uint64)
 
     def _storage_index(self, addrs: np.ndarray) -> np.ndarray:
         """Per address, the index of the live storage that holds it, or -1."""
         index = np.searchsorted(self._starts, addrs, side="right").astype(np.int64) - 1
-        for i, (a, k) in enumerate(zip(addrs, index)):
-            if k >= 0:
-                ptr, nbytes, _ = self._live[k]
-                if int(a) >= ptr + nbytes:
-                    index[i] = -1
-        return index
+        inside = index >= 0
+        inside[inside] = addrs[inside] < self._ends[index[inside]]
+        return np.where(inside, index, -1)
+
+
+def _distance(addr: int, lo: int, hi: int) -> int:
+    return lo - addr if addr < lo else max(0, addr - hi + 1)
 
 
 def live_tensors() -> list[torch.Tensor]:
