@@ -6,7 +6,9 @@ patch every language op, arithmetic included, for the lifetime of a launch. The 
 every memory access through four InterpreterBuilder methods (create_masked_load, create_masked_store,
 create_atomic_rmw, create_atomic_cas; unmasked, block-pointer and descriptor loads/stores all end
 in the masked ones), and every launch through GridExecutor, so wrapping those five is the whole
-interface: cheaper, and it works for any kernel the interpreter runs.
+interface: cheaper, and it works for any kernel the interpreter runs. Two more follow what the memory
+model needs beyond the accesses: atomics into spin locks (locks.py) and pointers built from integers
+(live.py, pointer tables).
 """
 
 from __future__ import annotations
