@@ -77,6 +77,14 @@ def test_stale_pointer_in_a_pointer_table_names_the_table_entry():
     assert case.findings == [f]
 
 
+def test_tensors_reached_through_a_pointer_table_are_named_as_the_launcher_holds_them():
+    case = sanitize("grouped_gemm_shared_output")
+    races = by_check(case, "race")
+    assert races and {f.tensor for f in races} == {"group_c[0]"}  # not an argument: found in the launcher
+    assert all(tuple(f.tensor_shape) == (33, 20) for f in races)
+    assert by_check(case, "bounds") == []
+
+
 @pytest.mark.parametrize("name", ["lock_none", "lock_per_program"])
 def test_accumulation_without_a_shared_lock_races(name):
     case = sanitize(name)

@@ -116,26 +116,29 @@ def grouped_matmul_kernel(a_ptrs, b_ptrs, c_ptrs, sizes, lds, group_size, NUM_PR
         first_tile += tiles
 
 
-def grouped_gemm(stale: bool):
+def grouped_gemm(bug: str = ""):
     shapes = [(33, 20, 17), (16, 40, 31), (45, 9, 24)]  # (M, N, K) per group
     group_a = [torch.randn(m, k) for m, n, k in shapes]
     group_b = [torch.randn(k, n) for m, n, k in shapes]
     group_c = [torch.empty(m, n) for m, n, k in shapes]
     a_addrs = [a.data_ptr() for a in group_a]
-    if stale:
+    c_addrs = [c.data_ptr() for c in group_c]
+    if bug == "stale":
         freed = torch.randn(1 << 20)  # large enough to go back to the system when freed
         a_addrs[1] = freed.data_ptr()
         del freed
+    if bug == "shared_output":  # a copy-paste slip in the launcher: group 1 writes into group 0's output
+        c_addrs[1] = c_addrs[0]
     a_ptrs = torch.tensor(a_addrs)
     b_ptrs = torch.tensor([b.data_ptr() for b in group_b])
-    c_ptrs = torch.tensor([c.data_ptr() for c in group_c])
+    c_ptrs = torch.tensor(c_addrs)
     sizes = torch.tensor([s for m, n, k in shapes for s in (m, n, k)], dtype=torch.int32)
     strides = [(a.stride(0), b.stride(0), c.stride(0)) for a, b, c in zip(group_a, group_b, group_c)]
     lds = torch.tensor([s for triple in strides for s in triple], dtype=torch.int32)
     grouped_matmul_kernel[(4,)](a_ptrs, b_ptrs, c_ptrs, sizes, lds, len(shapes), NUM_PROGRAMS=4,
                                 BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
-    for i, (a, b, c) in enumerate(zip(group_a, group_b, group_c)):
-        if not (stale and i == 1):
+    if not bug:
+        for a, b, c in zip(group_a, group_b, group_c):
             torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -198,8 +201,9 @@ SCENARIOS = {
     "libdevice_alias": libdevice_alias,
     "block_checked": lambda: block_pointers(True),
     "block_unchecked": lambda: block_pointers(False),
-    "grouped_gemm": lambda: grouped_gemm(False),
-    "grouped_gemm_stale": lambda: grouped_gemm(True),
+    "grouped_gemm": grouped_gemm,
+    "grouped_gemm_stale": lambda: grouped_gemm("stale"),
+    "grouped_gemm_shared_output": lambda: grouped_gemm("shared_output"),
     "lock_shared": lambda: spin_lock("shared"),
     "lock_none": lambda: spin_lock("none"),
     "lock_per_program": lambda: spin_lock("per_program"),
