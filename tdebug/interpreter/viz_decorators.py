@@ -14,31 +14,25 @@ import importlib.util
 import sys
 from types import ModuleType
 
-from .versions import patch
-
 MODULE = "triton_viz"
 
 
 def _unwrap(module: ModuleType) -> None:
-    def make_trace(original):
-        def trace(*args, **kwargs):
-            def decorator(kernel):
-                return getattr(kernel, "fn", kernel) if type(kernel).__name__ == "TritonTrace" else kernel
+    """Plain attributes of triton-viz, not Triton internals: set directly (versions.py is for Triton's)."""
 
-            return decorator
+    def trace(*args, **kwargs):
+        def decorator(kernel):
+            return getattr(kernel, "fn", kernel) if type(kernel).__name__ == "TritonTrace" else kernel
 
-        return trace
+        return decorator
 
-    def make_launch(original):
-        def launch(*args, **kwargs):
-            print("tdebug: triton_viz.launch() skipped under tdebug sanitize (tdebug viz draws the accesses)",
-                  file=sys.stderr)
+    def launch(*args, **kwargs):
+        print("tdebug: triton_viz.launch() skipped under tdebug sanitize (tdebug viz draws the accesses)",
+              file=sys.stderr)
 
-        return launch
-
-    patch(module, "trace", make_trace)
+    module.trace = trace
     if hasattr(module, "launch"):
-        patch(module, "launch", make_launch)
+        module.launch = launch
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
