@@ -23,7 +23,10 @@ def _sanitizer(job: dict):
     if job.get("engine") == "symbolic":
         from .sanitize.symbolic import SymbolicSession as Session
     else:
+        from .interpreter import viz_decorators
         from .sanitize.session import SanitizerSession as Session
+
+        viz_decorators.install()  # a script's own @triton_viz.trace would hide its kernels from us
     session = Session(**job["sanitize"])
     session.install()
     return session

@@ -12,6 +12,8 @@ TRITON_INTERPRET=1 is set and before any kernel runs, all through versions.patch
 - every launch is recorded (kernel name, grid, config) so a caller can tell that a Triton kernel ran.
 - Triton 3.6 under numpy >= 2.4: `range()` over a scalar tensor works (3.6's tl.tensor.__index__ calls
   int() on a 1-element array, which numpy 2.4 refuses; 3.7 squeezes it first, and so does this patch).
+- builtins bound to module-level names work in kernels (aliases.py); block-pointer masks reach the
+  memory ops as TensorHandles (block_pointers.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import aliases, block_pointers
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -199,4 +202,6 @@ def install() -> None:
     _record_launches()
     for module in (scalars, grid, libdevice, bf16, fma):  # fma wraps bf16's arithmetic: after it
         module.install()
+    aliases.install()
+    block_pointers.install()
     STATE.installed = True

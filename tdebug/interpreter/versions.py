@@ -106,6 +106,8 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "ReduceOps": lambda: _interpreter().ReduceOps,
     "ScanOps": lambda: _interpreter().ScanOps,
     "ReduceScanOpInterface": lambda: _interpreter().ReduceScanOpInterface,
+    "BlockPointerHandle": lambda: _interpreter().BlockPointerHandle,
+    "TensorDescHandle": lambda: _interpreter().TensorDescHandle,
     "triton": _triton,
     # libdevice: the backend-independent stub and the backends' own modules (their functions are replaced).
     "triton.language.extra.libdevice": lambda: importlib.import_module("triton.language.extra.libdevice"),
@@ -147,6 +149,12 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_*f"),  # minimumf, maximumf, clampf, precise_divf, approx_divf
     Internal("InterpreterBuilder", "create_*"),  # the math ops: cos, sin, exp, exp2, log, log2, sqrt, erf, ...
     Internal("InterpreterBuilder", "create_dot", ("a", "b", "d")),
+    # Issue 19: builtins bound to module-level names (aliases.py), block-pointer and descriptor masks
+    # (block_pointers.py; 3.8 lowered tl.make_block_ptr onto tensor descriptors), pointer tables
+    # (create_int_to_ptr: a create_* member), spin locks (atomic_cas / atomic_rmw, listed above).
+    Internal("triton.runtime.interpreter", "_patch_lang", ("fn",)),
+    Internal("BlockPointerHandle", "materialize_pointers", ("self", "boundary_check"), until=(3, 8)),
+    Internal("TensorDescHandle", "materialize_pointers", ("self",)),
     Internal("ReduceOps", "*"),
     Internal("ReduceScanOpInterface", "apply"),  # the nan check follows NaN/Inf through reductions
     Internal("ScanOps", "*"),

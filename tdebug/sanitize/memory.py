@@ -14,12 +14,14 @@ read or written by another, without atomics, is a race whatever order the interp
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from ..catalogue.poison import poison_mask
 from ..report import Finding
+from .locks import LockOrder
 
 MAX_EXAMPLES = 4
 
@@ -153,12 +155,23 @@ class Issue:
             indices=self.indices, masked=self.masked, count=self.count)
 
 
+class Reach(Protocol):
+    """Memory a launch reaches beyond its arguments (live.PointerReach: pointers built from integers)."""
+
+    def views_for(self, addrs: np.ndarray) -> list[list[ArgView]]: ...
+
+    def stale(self, addr: int) -> tuple[str, ArgView | None] | None: ...
+
+
 class LaunchChecker:
     """Checks the accesses of one kernel launch."""
 
-    def __init__(self, kernel: str, views: list[ArgView], checks: frozenset[str]) -> None:
+    def __init__(self, kernel: str, views: list[ArgView], checks: frozenset[str], order: LockOrder | None = None,
+                 reach: Reach | None = None) -> None:
         self.kernel = kernel
         self.checks = checks
+        self.order = order  # spin locks seen so far: accesses they order are no races
+        self.reach = reach  # pointers built from integers: live tensors they reach are in bounds
         by_storage: dict[tuple[int, int], list[ArgView]] = {}
         for v in views:
             by_storage.setdefault((v.storage_ptr, v.elsize), []).append(v)
@@ -186,23 +199,47 @@ class LaunchChecker:
 
     # -- the check ---------------------------------------------------------------------------------
     def access(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, pid: tuple[int, int, int],
-               linear_pid: int, where: tuple[str, int]) -> np.ndarray | None:
-        """Check one memory op; returns a mask of lanes safe to perform (None: all requested lanes)."""
+               linear_pid: int, where: tuple[str, int], how: str = "") -> np.ndarray | None:
+        """Check one memory op; returns a mask of lanes safe to perform (None: all requested lanes).
+        `how` names the access in bounds findings when "load"/"store" says too little."""
         flat_ptrs = ptrs.reshape(-1)
         has_mask = mask is not None
+        how = how or kind
         active = np.broadcast_to(mask, ptrs.shape).reshape(-1) if has_mask else np.ones(flat_ptrs.shape, bool)
         lanes = np.nonzero(active)[0]
         if lanes.size == 0:
             return None
         addrs = flat_ptrs[lanes]
-        unresolved = np.ones(lanes.size, dtype=bool)
         bad = np.zeros(lanes.size, dtype=bool)
-        for s in self.shadows:
-            inside = (addrs >= s.ptr) & (addrs < s.ptr + s.nbytes)
+        access = (kind, how, pid, linear_pid, where, has_mask)
+        unresolved = self._in_storages(self.shadows, access, addrs, np.arange(lanes.size), bad)
+        if unresolved.size and self.reach is not None:
+            reached = [Shadow.create(views) for views in self.reach.views_for(addrs[unresolved])]
+            if reached:
+                self.shadows = sorted(self.shadows + reached, key=lambda s: s.ptr)
+                unresolved = self._in_storages(reached, access, addrs, unresolved, bad)
+        if unresolved.size:
+            bad[unresolved] = True
+            if "bounds" in self.checks:
+                self._outside_all(addrs[unresolved], how, pid, where, has_mask)
+        if not bad.any():
+            return None
+        safe = active.copy()
+        safe[lanes[bad]] = False
+        return safe.reshape(ptrs.shape)
+
+    def _in_storages(self, shadows: list[Shadow], access: tuple, addrs: np.ndarray, todo: np.ndarray,
+                     bad: np.ndarray) -> np.ndarray:
+        """Check the lanes `todo` (indices into addrs) that fall in these storages; returns the others."""
+        kind, how, pid, linear_pid, where, has_mask = access
+        unresolved = np.ones(todo.size, dtype=bool)
+        sub = addrs[todo]
+        for s in shadows:
+            inside = (sub >= s.ptr) & (sub < s.ptr + s.nbytes)
             if not inside.any():
                 continue
             unresolved &= ~inside
-            sel = np.nonzero(inside)[0]
+            sel = todo[np.nonzero(inside)[0]]
             offs = addrs[sel] - s.ptr
             elems = (offs // s.elsize).astype(np.int64)
             if s.member_any is not None:
@@ -210,7 +247,7 @@ class LaunchChecker:
                 if outside_view.any() and "bounds" in self.checks:
                     ex = elems[outside_view]
                     view = s.view_of(int(ex[0]))
-                    issue = self._issue("bounds", f"{kind} outside the elements of tensor '{view.name}' "
+                    issue = self._issue("bounds", f"{how} outside the elements of tensor '{view.name}' "
                                         "(inside its storage, between or past the view's rows)", where, view, has_mask)
                     start = view.tensor.storage_offset()
                     issue.add(int(outside_view.sum()), pid,
@@ -221,27 +258,33 @@ class LaunchChecker:
                     sel, elems = sel[keep], elems[keep]
             if elems.size:
                 self._shadow_update(kind, s, elems, pid, linear_pid, where)
-        if unresolved.any():
-            bad |= unresolved
-            if "bounds" in self.checks:
-                out = addrs[unresolved]
-                s, dist = self._nearest(int(out[0]))
-                view = s.views[0]
-                side = "past the end of" if dist >= 0 else "before the start of"
-                issue = self._issue("bounds", f"{kind} outside every tensor of the launch: {side} '{view.name}'",
-                                    where, view, has_mask)
-                examples = []
-                for a in out[:MAX_EXAMPLES]:
-                    s2, _ = self._nearest(int(a))
-                    v2 = s2.views[0]
-                    element = (int(a) - s2.ptr) // s2.elsize - v2.tensor.storage_offset()
-                    examples.append(f"'{v2.name}' element {element} (of {v2.tensor.numel()})")
-                issue.add(int(unresolved.sum()), pid, examples)
-        if not bad.any():
-            return None
-        safe = active.copy()
-        safe[lanes[bad]] = False
-        return safe.reshape(ptrs.shape)
+        return todo[unresolved]
+
+    def _outside_all(self, out: np.ndarray, how: str, pid: tuple[int, int, int], where: tuple[str, int],
+                     has_mask: bool) -> None:
+        """A bounds finding for addresses outside every storage the launch may touch."""
+        stale = self.reach.stale(int(out[0])) if self.reach is not None else None
+        if stale is not None:
+            what, table = stale
+            issue = self._issue("bounds", f"{how} {what}", where, table, has_mask)
+            issue.add(int(out.size), pid, [f"address 0x{int(a):x}" for a in out[:MAX_EXAMPLES]])
+            return
+        if not self.shadows:
+            issue = self._issue("bounds", f"{how} outside every tensor of the process", where, None, has_mask)
+            issue.add(int(out.size), pid, [f"address 0x{int(a):x}" for a in out[:MAX_EXAMPLES]])
+            return
+        s, dist = self._nearest(int(out[0]))
+        view = s.views[0]
+        side = "past the end of" if dist >= 0 else "before the start of"
+        issue = self._issue("bounds", f"{how} outside every tensor of the launch: {side} '{view.name}'",
+                            where, view, has_mask)
+        examples = []
+        for a in out[:MAX_EXAMPLES]:
+            s2, _ = self._nearest(int(a))
+            v2 = s2.views[0]
+            element = (int(a) - s2.ptr) // s2.elsize - v2.tensor.storage_offset()
+            examples.append(f"'{v2.name}' element {element} (of {v2.tensor.numel()})")
+        issue.add(int(out.size), pid, examples)
 
     def _shadow_update(self, kind: str, s: Shadow, elems: np.ndarray, pid: tuple[int, int, int],
                        linear_pid: int, where: tuple[str, int]) -> None:
@@ -257,17 +300,19 @@ class LaunchChecker:
                     issue.add(int(cold.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
             if "race" in checks:
                 w = s.writer[elems]
-                other = (w >= 0) & (w != linear_pid)
+                other = self._unordered(s, "writer", elems, w, linear_pid)
                 if other.any():
                     ex = elems[other]
                     view = s.view_of(int(ex[0]))
                     issue = self._issue("race", f"load of tensor '{view.name}' elements that another program "
                                         "stores to in the same launch (read/write race)", where, view, None)
                     issue.add(int(other.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
-                r = s.reader[elems]
-                fresh = r < 0
-                s.reader[elems[fresh]] = linear_pid
-                s.multi_reader[elems[(r >= 0) & (r != linear_pid)]] = True
+                # The reader kept is the last one ordered after the ones before (the first one, without locks).
+                concurrent = self._unordered(s, "reader", elems, s.reader[elems], linear_pid)
+                mine = elems[~concurrent]
+                s.reader[mine] = linear_pid
+                s.multi_reader[elems[concurrent]] = True
+                self._stamp(s, "reader", mine)
             return
         # store or atomic
         s.stored = True
@@ -286,8 +331,9 @@ class LaunchChecker:
                 w = s.writer[elems]
                 a = s.atomic_by[elems]
                 r = s.reader[elems]
-                ww = ((w >= 0) & (w != linear_pid)) | ((a >= 0) & (a != linear_pid))
-                wr = ((r >= 0) & (r != linear_pid)) | (s.multi_reader[elems] & (r >= 0))
+                ww = (self._unordered(s, "writer", elems, w, linear_pid)
+                      | self._unordered(s, "atomic", elems, a, linear_pid))
+                wr = self._unordered(s, "reader", elems, r, linear_pid) | (s.multi_reader[elems] & (r >= 0))
                 for mask, what in ((ww, "stores to tensor '{}' elements that another program also writes "
                                          "in the same launch, without atomics (write/write race; on a 2-D "
                                          "tile, often a missing column mask spilling into the next row)"),
@@ -300,7 +346,7 @@ class LaunchChecker:
                         issue.add(int(mask.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
             else:
                 w = s.writer[elems]
-                mixed = (w >= 0) & (w != linear_pid)
+                mixed = self._unordered(s, "writer", elems, w, linear_pid)
                 if mixed.any():
                     ex = elems[mixed]
                     view = s.view_of(int(ex[0]))
@@ -309,9 +355,23 @@ class LaunchChecker:
                     issue.add(int(mixed.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
         if kind == "store":
             s.writer[elems] = linear_pid
+            self._stamp(s, "writer", elems)
         else:
             s.atomic_by[elems] = linear_pid
+            self._stamp(s, "atomic", elems)
         s.init[elems] = True
+
+    # -- order through locks (locks.py): an access ordered before this program's is no race -------------
+    def _unordered(self, s: Shadow, role: str, elems: np.ndarray, pids: np.ndarray, linear_pid: int) -> np.ndarray:
+        """Per element: its last `role` access was by another program and is not ordered before this one."""
+        other = (pids >= 0) & (pids != linear_pid)
+        if self.order is not None and self.order.active and other.any():
+            other &= ~self.order.ordered(s, role, elems, pids)
+        return other
+
+    def _stamp(self, s: Shadow, role: str, elems: np.ndarray) -> None:
+        if self.order is not None:
+            self.order.stamp(s, role, elems)
 
     def findings(self) -> list[Finding]:
         return [i.finding() for i in self.issues.values()]

@@ -6,7 +6,9 @@ patch every language op, arithmetic included, for the lifetime of a launch. The 
 every memory access through four InterpreterBuilder methods (create_masked_load, create_masked_store,
 create_atomic_rmw, create_atomic_cas; unmasked, block-pointer and descriptor loads/stores all end
 in the masked ones), and every launch through GridExecutor, so wrapping those five is the whole
-interface: cheaper, and it works for any kernel the interpreter runs.
+interface: cheaper, and it works for any kernel the interpreter runs. Two more follow what the memory
+model needs beyond the accesses: atomics into spin locks (locks.py) and pointers built from integers
+(live.py, pointer tables).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
+from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patch
 from ..report import Finding, merge
+from . import live, locks
 from .memory import ArgView, LaunchChecker
 from .nan import NanTracker
 from .unwritten import Evidence, ProbeChecker, probe, unwritten_elements, unwritten_findings
@@ -142,6 +146,8 @@ class SanitizerSession:
         patch(builder, "create_atomic_cas", atomic_cas)
         patch(builder, "set_grid_dim", lambda original: _virtual_grid(session, original, "grid_dim", 1))
         patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
+        locks.install(lambda: session.current)
+        live.install(lambda: session.current)
 
     # -- launches ------------------------------------------------------------------------------------
     def _begin_launch(self, executor, args_hst, kwargs_hst) -> None:
@@ -159,7 +165,8 @@ class SanitizerSession:
                 views.append(ArgView(name, t, storage.data_ptr(), storage.nbytes(), t.element_size(),
                                      was_empty=ALLOCATIONS.was_empty(storage.data_ptr())))
         kernel = getattr(fn, "__name__", "kernel")
-        self.current = LaunchChecker(kernel, views, self.checks)
+        self.current = LaunchChecker(kernel, views, self.checks, order=locks.LockOrder(),
+                                     reach=live.PointerReach(views))
         self.config = launch_config(kernel)
 
     def _end_launch(self) -> LaunchChecker | None:
@@ -186,14 +193,22 @@ class SanitizerSession:
         from triton.runtime.interpreter import interpreter_builder
 
         pid = tuple(interpreter_builder.grid_idx)
-        gx, gy, _ = interpreter_builder.grid_dim
+        gx, gy, gz = interpreter_builder.grid_dim
         linear = pid[0] + gx * (pid[1] + gy * pid[2])
+        checker.order.enter(linear, gx * gy * gz)
         frame = user_frame()
         where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("", 0)
         mask_data = None if (mask is None or self._unmasked) else np.asarray(mask.data)
-        if not checker.shadows:
-            return None  # a launch with no tensor arguments: nothing to check against
-        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where)
+        how = ""
+        unchecked = unchecked_dims(mask)
+        if unchecked:  # a block pointer's mask holds only the dims in boundary_check
+            dims = ", ".join(map(str, unchecked))
+            how = f"block-pointer {kind} without boundary_check on dim{'s' if len(unchecked) > 1 else ''} {dims}"
+            if len(unchecked) == len(np.shape(mask_data)):
+                mask_data = None
+        if not checker.shadows and not checker.reach.bases.size:
+            return None  # no tensor arguments, no pointers built from integers: nothing to check against
+        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how)
 
     def _tensor_name(self, addr: int) -> str:
         """The name of the launch's tensor argument whose storage holds a byte address ('' if none)."""

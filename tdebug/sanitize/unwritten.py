@@ -20,6 +20,8 @@ import torch
 
 from ..catalogue.poison import poison_mask
 from ..report import Finding
+from .live import PointerReach
+from .locks import LockOrder
 from .memory import MAX_EXAMPLES, ArgView, LaunchChecker, Shadow
 
 PROBES_PER_AXIS = 64  # virtual programs tried along one grid axis
@@ -49,17 +51,17 @@ class ProbeChecker(LaunchChecker):
     """Bounds-checks a virtual program's accesses and records where its masked stores would write."""
 
     def __init__(self, kernel: str, views: list[ArgView]) -> None:
-        super().__init__(kernel, views, frozenset({"bounds"}))
+        super().__init__(kernel, views, frozenset({"bounds"}), order=LockOrder(), reach=PointerReach(views))
         self.admitted: dict[int, np.ndarray] = {}
         self.stores: dict[int, tuple[str, int]] = {}
         self.accesses = 0
         self.masked = True
 
-    def access(self, kind, ptrs, mask, pid, linear_pid, where):
+    def access(self, kind, ptrs, mask, pid, linear_pid, where, how=""):
         self.accesses += 1
         if self.accesses > ACCESSES_PER_PROBE:
             raise ProbeAbort("too many accesses")
-        super().access(kind, ptrs, mask, pid, linear_pid, where)
+        super().access(kind, ptrs, mask, pid, linear_pid, where, how)
         if self.issues:
             raise ProbeAbort("out of bounds")
         return np.zeros(ptrs.shape, bool) if kind != "load" else None
