@@ -36,6 +36,10 @@ def main(argv: list[str]) -> int:
         from .interpreter import patches as interpret
 
         interpret.install()
+        if job.get("engine") != "symbolic":  # triton-viz's symbolic launches compute no stores to record
+            from .interpreter import stores
+
+            stores.install()  # which program stored each element: a failing case's localisation
     elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
         from .interpreter.patches import pin_autotune
 
