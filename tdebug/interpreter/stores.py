@@ -10,6 +10,7 @@ logical shape. Recording costs one stack walk and one copy of the active address
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,13 +22,26 @@ MAX_LANES = 1 << 25  # lanes kept over all recorded launches; the oldest launche
 
 
 @dataclass
+class ArgView:
+    """A tensor argument as the caller passed it and as the kernel saw it (the host copy may lie elsewhere,
+    e.g. relocated between guard bands): same shape, each with its own storage offset and strides."""
+
+    name: str
+    shape: tuple[int, ...]
+    device_offset: int
+    device_strides: tuple[int, ...]
+    host_offset: int
+    host_strides: tuple[int, ...]
+
+
+@dataclass
 class StorageInfo:
     """A storage that a launch got as a tensor argument (the interpreter's host copy of it)."""
 
     host_ptr: int
     device_ptr: int  # the caller's storage (the same one for a CPU tensor)
     nbytes: int
-    names: list[str]  # the kernel parameters pointing into it
+    views: list[ArgView]  # the kernel parameters pointing into it
 
 
 @dataclass
@@ -83,10 +97,12 @@ class StoreRecorder:
                 continue
             storage = hst.untyped_storage()
             ptr = storage.data_ptr()
+            view = ArgView(name, tuple(dev.shape), dev.storage_offset(), tuple(dev.stride()), hst.storage_offset(),
+                           tuple(hst.stride()))
             if ptr in launch.storages:
-                launch.storages[ptr].names.append(name)
+                launch.storages[ptr].views.append(view)
             elif storage.nbytes():
-                launch.storages[ptr] = StorageInfo(ptr, dev.untyped_storage().data_ptr(), storage.nbytes(), [name])
+                launch.storages[ptr] = StorageInfo(ptr, dev.untyped_storage().data_ptr(), storage.nbytes(), [view])
         self._ranges = sorted((s.host_ptr, s.host_ptr + s.nbytes) for s in launch.storages.values())
         self._hits = {}
         self._current = launch
@@ -106,7 +122,7 @@ class StoreRecorder:
         launch = self._current
         if launch is None or not self._ranges:
             return
-        frame = user_frame()
+        frame = kernel_frame()
         file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
         pid = current_pid()
         key = (pid, file, line)
@@ -127,6 +143,14 @@ class StoreRecorder:
                                                   lanes[inside].astype(np.int64), shape, hit, atomic))
         if pid not in launch.scalars and frame is not None:
             launch.scalars[pid] = scalar_locals(frame)
+
+
+def kernel_frame():
+    """The kernel's frame at this store: the innermost user frame, past triton-viz's wrappers (tdebug viz)."""
+    frame = user_frame()
+    while frame is not None and f"{os.sep}triton_viz{os.sep}" in frame.f_code.co_filename:
+        frame = user_frame(frame.f_back)
+    return frame
 
 
 def scalar_locals(frame) -> dict[str, int]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..interpreter.stores import RECORDER, LaunchStores, StoreRecorder
+from ..interpreter.stores import RECORDER, ArgView, LaunchStores, StorageInfo, StoreRecorder
 
 MAX_VALUES = 6  # values (or ranges) listed before "..."
 
@@ -50,17 +50,27 @@ def pid_text(pid: tuple[int, int, int], grid: tuple[int, int, int]) -> str:
     return ",".join(str(p) for p in pid[:dims])
 
 
-def _storage_positions(out) -> np.ndarray:
-    """For each element of out's storage, the flat logical index of out there, or -1."""
-    shape, strides = tuple(out.shape), tuple(out.stride())
-    offsets = np.full(shape, out.storage_offset(), dtype=np.int64)
+def _storage_positions(shape: tuple[int, ...], offset: int, strides: tuple[int, ...], size: int) -> np.ndarray:
+    """For each of `size` storage elements, the flat logical index of the view (shape, offset, strides) there,
+    or -1."""
+    offsets = np.full(shape, offset, dtype=np.int64)
     for d, (n, s) in enumerate(zip(shape, strides)):
         view = [1] * len(shape)
         view[d] = n
         offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(view)
-    positions = np.full(out.untyped_storage().nbytes() // out.element_size(), -1, dtype=np.int64)
+    positions = np.full(max(size, int(offsets.max()) + 1), -1, dtype=np.int64)
     positions[offsets.reshape(-1)] = np.arange(offsets.size)
     return positions
+
+
+def _host_view(out, info: StorageInfo) -> ArgView:
+    """The argument that is `out` (same shape, offset and strides in the caller's storage); else out itself."""
+    shape, offset, strides = tuple(out.shape), out.storage_offset(), tuple(out.stride())
+    for view in info.views:
+        if (view.shape, view.device_offset, view.device_strides) == (shape, offset, strides):
+            return view
+    same = next((v for v in info.views if v.device_offset == offset and v.shape == shape), None)
+    return same or ArgView(info.views[0].name, shape, offset, strides, offset, strides)
 
 
 def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
@@ -70,7 +80,6 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
                if info.device_ptr == ptr and any(r.storage == info.host_ptr for r in launch.records)]
     if not touched or out.numel() == 0:
         return None
-    positions = _storage_positions(out)
     n = out.numel()
     writer = np.full(n, -1, dtype=np.int64)
     site = np.full(n, -1, dtype=np.int32)
@@ -86,6 +95,8 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
             key = (r.file, r.line, r.pid)
             earlier[key] = max(earlier.get(key, 0), r.hit)
     for launch, storage in touched:
+        view = _host_view(out, storage)
+        positions = _storage_positions(view.shape, view.host_offset, view.host_strides, storage.nbytes // elsize)
         for r in launch.records:
             if r.storage != storage.host_ptr or r.elsize != elsize:
                 continue
@@ -103,7 +114,7 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
     pids = {linear_pid(p, last.grid): p for p in last.scalars} | {
         linear_pid(r.pid, last.grid): r.pid for r in last.records}
     scalars = {linear_pid(p, last.grid): v for p, v in last.scalars.items()}
-    return WriterMaps(last, info.names[0], writer.reshape(shape), site.reshape(shape), lane.reshape(shape),
+    return WriterMaps(last, _host_view(out, info).name, writer.reshape(shape), site.reshape(shape), lane.reshape(shape),
                       hit.reshape(shape), list(sites), pids, scalars, earlier)
 
 

@@ -209,3 +209,15 @@ def install() -> None:
     for name, fn in patched.items():
         if name in ops:
             ops[name] = fn
+
+
+def follow_builder() -> None:
+    """Make triton-viz re-install the builder's memory ops as they are now, after a later patch (the store
+    recorder, tdebug.interpreter.stores) wrapped ours."""
+    from triton.runtime.interpreter import interpreter_builder
+    from triton_viz.frontends.base import OPERATION_REGISTRY
+
+    ops = OPERATION_REGISTRY["triton"].original_ops[interpreter_builder]
+    for name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas"):
+        if name in ops:
+            ops[name] = getattr(interpreter_builder, name)
