@@ -87,12 +87,13 @@ def test_catalogue_bug_is_localised_and_the_command_stops_on_a_wrong_value(file,
     bits, value = shown[0]
     digits = 1e-3 if bits == "16" else 1e-5  # numpy prints the shortest repr that round-trips in its dtype
     assert float(value) == pytest.approx(got, rel=digits, abs=1e-6), session  # the stored value, same inputs
-    shown = [float(value)]
-    assert abs(shown[0] - expected) > 1e-4 * max(1.0, abs(expected)), session  # ... and it is wrong
+    rtol, atol = (float(v) for v in re.search(r"\(rtol " + NUMBER + ", atol " + NUMBER + r"\)", out).groups())
+    assert abs(float(value) - expected) > atol + rtol * abs(expected), session  # ... and it is wrong
     program = tuple(int(v) for v in re.findall(r"array\(\[(\d+)\], dtype=int32\)", session)[:dims])
     assert program == tuple(int(p) for p in pid.split(",")), session
 
 
+@pytest.mark.slow  # the bug's case in all ten autotune configs
 def test_bugs_check_shows_the_same(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     workspace = tmp_path / "ws"
@@ -166,3 +167,39 @@ def test_program_group_speaks_in_the_kernels_variables():
     assert program_group({1, 5, 6}, set(range(16)), {}) == "programs 1, 5-6 (3 of 16)"
     assert program_group({1, 2, 4, 5, 7}, set(range(8)), {}) == "every program but 0, 3, 6 (5 of 8)"
     assert region(tiles(64, 100, 32) >= 6) == "the last row block (rows 32-63), the last column block (columns 64-99)"
+
+
+# -- tdebug viz of a wrong case ---------------------------------------------------------------------------------
+
+def test_viz_draws_the_error_in_tolerance_units_with_tiles_and_store_lines(tmp_path):
+    out = tdebug(["viz", "bugs/01_matmul_stride_trap.py", "--shape", "33x40", "--layout", "sliced", "--seed", "1",
+                  "--out", str(tmp_path)])
+    assert "WRONG VALUES: c_ptr: " in out, out
+    assert "pattern: whole rows: every row but the first" in out
+    assert "stored at 01_matmul_stride_trap.py:84" in out
+    png = tmp_path / "error1_matmul_kernel_c_ptr.png"
+    assert png.is_file()
+    page = (tmp_path / "viz.html").read_text()
+    assert "wrong values: matmul_kernel · c_ptr" in page and "--break 84 --pid 0" in page
+
+
+def test_error_picture_marks_wrong_unwritten_and_labels_each_tile(tmp_path):
+    from PIL import Image
+
+    from tdebug.viz.errors import UNWRITTEN_RGB, ErrorMap, draw_error, error_rgb, tile_edges, tile_labels
+
+    writer = tiles(8, 8, 4)
+    error = np.zeros((8, 8), dtype=np.float32)
+    error[:, 7] = 50.0  # the last column: 50 tolerances off
+    error[7, 0] = np.nan  # never written
+    site = np.zeros((8, 8), dtype=np.int32)
+    m = ErrorMap("y_ptr", "k", (8, 8), (2, 2, 1), 1e-4, 1e-5, [{"file": "k.py", "line": 28}], ["where: ..."], "",
+                 {"error": error, "writer": writer, "site": site})
+    rgb = error_rgb(error)
+    assert tuple(rgb[7, 0]) == UNWRITTEN_RGB and tuple(rgb[0, 0]) == (255, 255, 255)
+    assert rgb[0, 7, 0] > 150 and rgb[0, 7, 2] < 100  # beyond tolerance: warm colours
+    assert len(tile_edges(writer)) == 2 * 8  # one vertical and one horizontal boundary line, 8 cells each
+    assert sorted(t for _, _, t in tile_labels(m)) == ["L28"] * 4
+    assert m.wrong == 8 and m.unwritten == 1
+    picture = np.asarray(Image.open(draw_error(m, tmp_path / "e.png")).convert("RGB"))
+    assert (picture == UNWRITTEN_RGB).all(axis=-1).any()
