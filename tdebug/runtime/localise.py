@@ -342,7 +342,10 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
                          + (f": {area}" if area else ""))
         loc.lines.append(f"  pattern: {loc.pattern}")
     if loc.unwritten:
-        loc.lines.append(f"  elements no program wrote: {loc.unwritten:,} of {loc.numel:,}: {region(unwritten)}")
+        where = region(unwritten)
+        if where == "all rows and columns":  # say what was written instead
+            where = f"the {len(everyone)} program(s) of the grid stored only {region(stored)}"
+        loc.lines.append(f"  elements no program wrote: {loc.unwritten:,} of {loc.numel:,}: {where}")
     if not loc.wrong:
         return loc
     counts = np.bincount(maps.site[wrong & (maps.site >= 0)], minlength=len(maps.sites))
