@@ -38,6 +38,8 @@ class WriterMaps:
     pids: dict[int, tuple[int, int, int]]  # linear -> (x, y, z), for the last launch
     scalars: dict[int, dict[str, int]]  # linear -> the kernel's integer scalars at its first store
     earlier_hits: dict[tuple, int]  # (file, line, pid) -> store hits in launches before the last one
+    storing: set[int]  # every program of the last launch that stored into the output
+    overwritten: np.ndarray  # bool: stored by two or more programs (or launches); the last store is kept
 
 
 def linear_pid(pid: tuple[int, int, int], grid: tuple[int, int, int]) -> int:
@@ -85,6 +87,8 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
     site = np.full(n, -1, dtype=np.int32)
     lane = np.zeros(n, dtype=np.int64)
     hit = np.zeros(n, dtype=np.int64)
+    first = np.full(n, -1, dtype=np.int64)  # first storing (launch, program), to find overwritten elements
+    overwritten = np.zeros(n, dtype=bool)
     sites: dict[tuple, int] = {}
     last, info = touched[-1]
     earlier: dict[tuple, int] = {}
@@ -106,6 +110,9 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
             if not hit_lanes.any():
                 continue
             flat = flat[hit_lanes]
+            who = launch.index * (1 << 32) + linear_pid(r.pid, launch.grid)
+            first[flat] = np.where(first[flat] < 0, who, first[flat])
+            overwritten[flat] |= first[flat] != who
             writer[flat] = linear_pid(r.pid, launch.grid)
             site[flat] = sites.setdefault((r.file, r.line, r.block), len(sites))
             lane[flat] = r.lanes[ok][hit_lanes]
@@ -114,8 +121,9 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
     pids = {linear_pid(p, last.grid): p for p in last.scalars} | {
         linear_pid(r.pid, last.grid): r.pid for r in last.records}
     scalars = {linear_pid(p, last.grid): v for p, v in last.scalars.items()}
+    storing = {linear_pid(r.pid, last.grid) for r in last.records if r.storage == info.host_ptr}
     return WriterMaps(last, _host_view(out, info).name, writer.reshape(shape), site.reshape(shape), lane.reshape(shape),
-                      hit.reshape(shape), list(sites), pids, scalars, earlier)
+                      hit.reshape(shape), list(sites), pids, scalars, earlier, storing, overwritten.reshape(shape))
 
 
 # --- describing sets of programs and elements --------------------------------------------------------
@@ -327,7 +335,7 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
     launch = maps.launch
     wrong = wrong & ~unwritten
     stored = maps.writer >= 0
-    everyone = set(np.unique(maps.writer[stored]).tolist())
+    everyone = maps.storing | set(np.unique(maps.writer[stored]).tolist())
     bad = set(np.unique(maps.writer[wrong & stored]).tolist())
     loc = Localisation(launch.kernel, maps.arg, launch.index, launch.grid, int(wrong.sum()), int(unwritten.sum()),
                        int(out.numel()), sorted(bad))
@@ -341,6 +349,10 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
         loc.lines.append(f"  wrong values: {loc.wrong:,} of {loc.numel:,} elements, stored by {loc.group}"
                          + (f": {area}" if area else ""))
         loc.lines.append(f"  pattern: {loc.pattern}")
+        overwritten = int((maps.overwritten & wrong).sum())
+        if overwritten:
+            loc.lines.append(f"  {overwritten:,} of the wrong elements were stored by two or more programs: the last "
+                             "store is the one named here (a race, or a missing accumulation)")
     if loc.unwritten:
         where = region(unwritten)
         if where == "all rows and columns":  # say what was written instead
