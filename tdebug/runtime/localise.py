@@ -40,6 +40,7 @@ class WriterMaps:
     earlier_hits: dict[tuple, int]  # (file, line, pid) -> store hits in launches before the last one
     storing: set[int]  # every program of the last launch that stored into the output
     overwritten: np.ndarray  # bool: stored by two or more programs (or launches); the last store is kept
+    atomics: list[tuple[int, np.ndarray]]  # (program, flat elements) of each atomic update in the last launch
 
 
 def linear_pid(pid: tuple[int, int, int], grid: tuple[int, int, int]) -> int:
@@ -89,6 +90,7 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
     hit = np.zeros(n, dtype=np.int64)
     first = np.full(n, -1, dtype=np.int64)  # first storing (launch, program), to find overwritten elements
     overwritten = np.zeros(n, dtype=bool)
+    atomics: list[tuple[int, np.ndarray]] = []
     sites: dict[tuple, int] = {}
     last, info = touched[-1]
     earlier: dict[tuple, int] = {}
@@ -110,9 +112,13 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
             if not hit_lanes.any():
                 continue
             flat = flat[hit_lanes]
-            who = launch.index * (1 << 32) + linear_pid(r.pid, launch.grid)
-            first[flat] = np.where(first[flat] < 0, who, first[flat])
-            overwritten[flat] |= first[flat] != who
+            if r.atomic:  # every program's update counts: none overwrites another
+                if launch is last:
+                    atomics.append((linear_pid(r.pid, launch.grid), flat))
+            else:
+                who = launch.index * (1 << 32) + linear_pid(r.pid, launch.grid)
+                first[flat] = np.where(first[flat] < 0, who, first[flat])
+                overwritten[flat] |= first[flat] != who
             writer[flat] = linear_pid(r.pid, launch.grid)
             site[flat] = sites.setdefault((r.file, r.line, r.block), len(sites))
             lane[flat] = r.lanes[ok][hit_lanes]
@@ -123,7 +129,8 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
     scalars = {linear_pid(p, last.grid): v for p, v in last.scalars.items()}
     storing = {linear_pid(r.pid, last.grid) for r in last.records if r.storage == info.host_ptr}
     return WriterMaps(last, _host_view(out, info).name, writer.reshape(shape), site.reshape(shape), lane.reshape(shape),
-                      hit.reshape(shape), list(sites), pids, scalars, earlier, storing, overwritten.reshape(shape))
+                      hit.reshape(shape), list(sites), pids, scalars, earlier, storing, overwritten.reshape(shape),
+                      atomics)
 
 
 # --- describing sets of programs and elements --------------------------------------------------------
@@ -337,6 +344,7 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
     stored = maps.writer >= 0
     everyone = maps.storing | set(np.unique(maps.writer[stored]).tolist())
     bad = set(np.unique(maps.writer[wrong & stored]).tolist())
+    bad |= {p for p, flat in maps.atomics if wrong.reshape(-1)[flat].any()}  # every program that added to them
     loc = Localisation(launch.kernel, maps.arg, launch.index, launch.grid, int(wrong.sum()), int(unwritten.sum()),
                        int(out.numel()), sorted(bad))
     grid = "x".join(map(str, launch.grid))
@@ -385,7 +393,7 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
                      f"{block_text} block at line {line}")
     if command is not None:
         then = f"`{printed}` shows {got[idx]:.6g} (expected {want[idx]:.6g})" if printed else \
-            f"the value stored is {got[idx]:.6g} (expected {want[idx]:.6g})"
+            f"the element ends as {got[idx]:.6g} (expected {want[idx]:.6g})"
         again = f"; `continue` {stop - 1} time(s) to reach the store that wrote it" if stop > 1 else ""
         loc.lines.append(f"  stop there (same inputs): at the breakpoint, {then}{again}:")
         loc.command = command(line, where_pid)
