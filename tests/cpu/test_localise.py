@@ -203,3 +203,34 @@ def test_error_picture_marks_wrong_unwritten_and_labels_each_tile(tmp_path):
     assert m.wrong == 8 and m.unwritten == 1
     picture = np.asarray(Image.open(draw_error(m, tmp_path / "e.png")).convert("RGB"))
     assert (picture == UNWRITTEN_RGB).all(axis=-1).any()
+
+
+def test_replayed_stores_give_last_writer_overwrites_and_atomic_contributors():
+    import torch
+
+    from tdebug.interpreter.stores import ArgView, LaunchStores, StorageInfo, StoreRecord, StoreRecorder
+    from tdebug.runtime.localise import localise, writer_maps
+
+    base = torch.zeros(4, 6)
+    out = base[:, 1:5]  # a view: storage offset 1, row stride 6
+    ptr = base.untyped_storage().data_ptr()
+    view = ArgView("y_ptr", (4, 4), 1, (6, 1), 1, (6, 1))
+    launch = LaunchStores(1, "k", (2, 1, 1), {ptr: StorageInfo(ptr, ptr, base.untyped_storage().nbytes(), [view])})
+
+    def record(pid: int, rows: range, atomic: bool = False) -> StoreRecord:
+        offsets = np.array([1 + 6 * r + c for r in rows for c in range(4)])
+        return StoreRecord((pid, 0, 0), "k.py", 9, ptr, 4, offsets, np.arange(offsets.size), (len(rows), 4), 1, atomic)
+
+    recorder = StoreRecorder()
+    recorder.launches = [launch]
+    launch.records = [record(0, range(0, 3)), record(1, range(2, 4))]  # program 1 overwrites row 2
+    maps = writer_maps(out, recorder)
+    assert maps.writer[:, 0].tolist() == [0, 0, 1, 1] and maps.arg == "y_ptr"
+    assert maps.overwritten[:, 0].tolist() == [False, False, True, False]
+    assert maps.lane[2, 1] == 1  # row 2 is the first row of program 1's block
+    launch.records = [record(0, range(0, 4), atomic=True), record(1, range(0, 4), atomic=True)]
+    wrong = np.zeros((4, 4), dtype=bool)
+    wrong[0, 0] = True
+    loc = localise(out, np.zeros((4, 4)), np.ones((4, 4)), wrong, np.zeros((4, 4), dtype=bool), recorder)
+    assert loc.programs == [0, 1] and loc.group == "every program (2 of 2)"
+    assert not writer_maps(out, recorder).overwritten.any()  # atomic updates add up: nothing is overwritten
