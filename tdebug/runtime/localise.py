@@ -41,6 +41,7 @@ class WriterMaps:
     storing: set[int]  # every program of the last launch that stored into the output
     overwritten: np.ndarray  # bool: stored by two or more programs (or launches); the last store is kept
     atomics: list[tuple[int, np.ndarray]]  # (program, flat elements) of each atomic update in the last launch
+    launch_of: np.ndarray  # the index of the launch that stored each element last; 0: none
 
 
 def linear_pid(pid: tuple[int, int, int], grid: tuple[int, int, int]) -> int:
@@ -91,6 +92,7 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
     first = np.full(n, -1, dtype=np.int64)  # first storing (launch, program), to find overwritten elements
     overwritten = np.zeros(n, dtype=bool)
     atomics: list[tuple[int, np.ndarray]] = []
+    launch_of = np.zeros(n, dtype=np.int64)
     sites: dict[tuple, int] = {}
     last, info = touched[-1]
     earlier: dict[tuple, int] = {}
@@ -120,6 +122,7 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
                 first[flat] = np.where(first[flat] < 0, who, first[flat])
                 overwritten[flat] |= first[flat] != who
             writer[flat] = linear_pid(r.pid, launch.grid)
+            launch_of[flat] = launch.index
             site[flat] = sites.setdefault((r.file, r.line, r.block), len(sites))
             lane[flat] = r.lanes[ok][hit_lanes]
             hit[flat] = r.hit
@@ -130,7 +133,7 @@ def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
     storing = {linear_pid(r.pid, last.grid) for r in last.records if r.storage == info.host_ptr}
     return WriterMaps(last, _host_view(out, info).name, writer.reshape(shape), site.reshape(shape), lane.reshape(shape),
                       hit.reshape(shape), list(sites), pids, scalars, earlier, storing, overwritten.reshape(shape),
-                      atomics)
+                      atomics, launch_of.reshape(shape))
 
 
 # --- describing sets of programs and elements --------------------------------------------------------
@@ -341,7 +344,7 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
         return None
     launch = maps.launch
     wrong = wrong & ~unwritten
-    stored = maps.writer >= 0
+    stored = (maps.writer >= 0) & (maps.launch_of == launch.index)  # elements an earlier launch left are told apart
     everyone = maps.storing | set(np.unique(maps.writer[stored]).tolist())
     bad = set(np.unique(maps.writer[wrong & stored]).tolist())
     bad |= {p for p, flat in maps.atomics if wrong.reshape(-1)[flat].any()}  # every program that added to them
@@ -361,6 +364,9 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
         if overwritten:
             loc.lines.append(f"  {overwritten:,} of the wrong elements were stored by two or more programs: the last "
                              "store is the one named here (a race, or a missing accumulation)")
+    earlier = int((wrong & (maps.launch_of > 0) & (maps.launch_of != launch.index)).sum())
+    if earlier:
+        loc.lines.append(f"  {earlier:,} wrong elements were last stored by an earlier launch")
     if loc.unwritten:
         where = region(unwritten)
         if where == "all rows and columns":  # say what was written instead
