@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
         if job.get("breaks") is not None:
             from .interpreter import breakpoints
 
-            points = breakpoints.resolve(breakpoints.kernels_in(job["target"]), job["breaks"])
+            points = breakpoints.resolve_breaks(job["target"], job["breaks"])
             pid = tuple(job["pid"]) if job.get("pid") is not None else None
             debugger = breakpoints.start(points, pid)
         if job["kind"] == "spec":

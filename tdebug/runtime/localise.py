@@ -336,9 +336,9 @@ class Localisation:
 
 def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritten: np.ndarray,
              recorder: StoreRecorder = RECORDER,
-             command: Callable[[int, str], str] | None = None) -> Localisation | None:
+             command: Callable[[str, int, str], str] | None = None) -> Localisation | None:
     """Describe where out's wrong elements came from. got/want: float64 arrays of out's shape; wrong and
-    unwritten: bool masks (wrong excludes unwritten). command(line, pid_text) -> the rerun command."""
+    unwritten: bool masks (wrong excludes unwritten). command(file, line, pid_text) -> the rerun command."""
     maps = writer_maps(out, recorder)
     if maps is None:
         return None
@@ -402,7 +402,7 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
             f"the element ends as {got[idx]:.6g} (expected {want[idx]:.6g})"
         again = f"; `continue` {stop - 1} time(s) to reach the store that wrote it" if stop > 1 else ""
         loc.lines.append(f"  stop there (same inputs): at the breakpoint, {then}{again}:")
-        loc.command = command(line, where_pid)
+        loc.command = command(file, line, where_pid)
     return loc
 
 
@@ -414,14 +414,18 @@ def _varying_scalars(scalars: dict[int, dict[str, int]], linear: int, limit: int
     return f" ({', '.join(shown)})" if shown else ""
 
 
-def run_command(target: str, case: dict | None, line: int, pid: str, argv: list[str] | None = None) -> str:
-    """`tdebug run FILE --shape ... --break LINE --pid P` reproducing a catalogue case (or a script's run)."""
-    path = Path(target)
+def _shown(path: str) -> str:
+    """A path as the user would type it here: relative to the working directory when under it."""
     try:
-        shown = str(path.resolve().relative_to(Path.cwd()))
+        return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:
-        shown = str(path)
-    parts = ["tdebug", "run", shown]
+        return str(path)
+
+
+def run_command(target: str, case: dict | None, file: str, line: int, pid: str, argv: list[str] | None = None) -> str:
+    """`tdebug run FILE --shape ... --break LINE --pid P` reproducing a catalogue case (or a script's run);
+    a kernel in another file than the target is named by --break FILE:LINE."""
+    parts = ["tdebug", "run", _shown(target)]
     if case is not None:
         parts += ["--shape", "x".join(map(str, case["shape"])), "--dtype", case["dtype"], "--layout", case["layout"]]
         if case.get("variant"):
@@ -429,7 +433,8 @@ def run_command(target: str, case: dict | None, line: int, pid: str, argv: list[
         if case.get("config") is not None:
             parts += ["--config", str(case["config"])]
         parts += ["--seed", str(case["seed"])]
-    parts += ["--break", str(line), "--pid", pid]
+    same = Path(file).resolve() == Path(target).resolve()
+    parts += ["--break", str(line) if same else f"{_shown(file)}:{line}", "--pid", pid]
     if argv:
         parts += ["--", *argv]
     return " ".join(parts)
@@ -466,7 +471,7 @@ def explain(out, expected, *, rtol: float | None = None, atol: float | None = No
         print("tdebug.explain: every element is within tolerance", file=stream)
         return None
     script = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else ""
-    command = (lambda line, pid: run_command(script, None, line, pid, sys.argv[1:])) if script else None
+    command = (lambda file, line, pid: run_command(script, None, file, line, pid, sys.argv[1:])) if script else None
     loc = localise(out, got.numpy(), want.numpy(), wrong.numpy(), unwritten.numpy(), recorder, command)
     if loc is None:
         print("tdebug.explain: no recorded launch stored into this tensor", file=stream)
@@ -495,7 +500,7 @@ def localise_case(outs, refs, comparisons, target: str, case: dict) -> list[dict
         unwritten = poison_mask(out)
         wrong = outside_tolerance(got, want, comp.rtol, comp.atol) & ~unwritten
         loc = localise(out, got.numpy(), want.numpy(), wrong.numpy(), unwritten.numpy(),
-                       command=lambda line, pid: run_command(target, case, line, pid))
+                       command=lambda file, line, pid: run_command(target, case, file, line, pid))
         if loc is not None:
             found.append(loc.to_dict())
     return found

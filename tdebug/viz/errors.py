@@ -54,7 +54,7 @@ class ErrorMap:
 
 def error_maps(outs, refs, tol: tuple[float, float], command=None) -> list[ErrorMap]:
     """An ErrorMap per output that differs from its reference (call right after the launch, in the child).
-    tol: (rtol, atol factor) as tdebug's tolerance table; command(line, pid) -> a rerun command."""
+    tol: (rtol, atol factor) as tdebug's tolerance table; command(file, line, pid) -> a rerun command."""
     import torch
 
     from ..catalogue.compare import outside_tolerance, scaled_atol

@@ -110,7 +110,8 @@ def save_errors(target, case, inputs, out, directory: Path) -> None:
     ref = spec.reference(*[x.to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                            for x in inputs])
     tol = spec.tolerances.get(case.dtype) or TOLERANCES[case.dtype]
-    maps = error_maps(out, ref, tol, command=lambda line, pid: run_command(str(target.path), case.__dict__, line, pid))
+    maps = error_maps(out, ref, tol, command=lambda file, line, pid: run_command(str(target.path), case.__dict__,
+                                                                                 file, line, pid))
     save_error_maps(maps, directory)
 
 

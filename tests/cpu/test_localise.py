@@ -234,3 +234,18 @@ def test_replayed_stores_give_last_writer_overwrites_and_atomic_contributors():
     loc = localise(out, np.zeros((4, 4)), np.ones((4, 4)), wrong, np.zeros((4, 4), dtype=bool), recorder)
     assert loc.programs == [0, 1] and loc.group == "every program (2 of 2)"
     assert not writer_maps(out, recorder).overwritten.any()  # atomic updates add up: nothing is overwritten
+
+
+def test_break_takes_file_and_line_for_a_kernel_the_target_imports(monkeypatch):
+    from tdebug.interpreter.breakpoints import BreakpointError, resolve_breaks
+    from tdebug.runtime.localise import run_command
+
+    monkeypatch.chdir(ROOT)
+    [(kernel, line)] = resolve_breaks(str(EDGE_TILE), ["kernels/add.py:22"])
+    assert (kernel.name, line) == ("add_kernel", 22)
+    [(kernel, _)] = resolve_breaks(str(EDGE_TILE), ["28"])
+    assert kernel.name == "bias_add_kernel"
+    with pytest.raises(BreakpointError, match="outside every kernel"):
+        resolve_breaks(str(EDGE_TILE), ["kernels/add.py:3"])
+    command = run_command(str(EDGE_TILE), None, str(ROOT / "kernels" / "add.py"), 22, "1", ["64"])
+    assert command == "tdebug run tests/cpu/data/edge_tile_bias.py --break kernels/add.py:22 --pid 1 -- 64"
