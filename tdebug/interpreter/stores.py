@@ -4,7 +4,7 @@ Every store of a launch (masked, unmasked, block-pointer and descriptor stores a
 create_masked_store; atomics in create_atomic_rmw) is recorded with the program id, the kernel's
 source line, the element offsets into the storage written and each lane's place in its block. At a
 program's first store, its integer scalars (pid_m, pid_n, row, ...) are kept too, so a set of programs
-can be named in the kernel's own terms. tdebug.runtime.localise replays the records into an output's
+can be named in the kernel's own terms. tdebug.runtime.store_maps replays the records into an output's
 logical shape. Recording costs one stack walk and one copy of the active addresses per store.
 """
 

@@ -58,7 +58,9 @@ def error_maps(outs, refs, tol: tuple[float, float], command=None) -> list[Error
     import torch
 
     from ..catalogue.compare import outside_tolerance, scaled_atol
-    from ..runtime.localise import as_2d, localise, writer_maps
+    from ..runtime.describe import as_2d
+    from ..runtime.localise import localise
+    from ..runtime.store_maps import writer_maps
 
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
     refs = refs if isinstance(refs, (tuple, list)) else (refs,)

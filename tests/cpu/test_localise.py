@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tdebug.runtime.localise import explain, pattern, program_group, region
+from tdebug.runtime.describe import pattern, program_group, region
+from tdebug.runtime.localise import explain
 
 ROOT = Path(__file__).resolve().parents[2]
 EDGE_TILE = ROOT / "tests" / "cpu" / "data" / "edge_tile_bias.py"
@@ -209,7 +210,8 @@ def test_replayed_stores_give_last_writer_overwrites_and_atomic_contributors():
     import torch
 
     from tdebug.interpreter.stores import ArgView, LaunchStores, StorageInfo, StoreRecord, StoreRecorder
-    from tdebug.runtime.localise import localise, writer_maps
+    from tdebug.runtime.localise import localise
+    from tdebug.runtime.store_maps import writer_maps
 
     base = torch.zeros(4, 6)
     out = base[:, 1:5]  # a view: storage offset 1, row stride 6
