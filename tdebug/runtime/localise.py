@@ -196,6 +196,11 @@ def explain(out, expected, *, rtol: float | None = None, atol: float | None = No
     interpreter (tdebug run / tdebug sanitize); elsewhere it says so. Returns the Localisation (None when
     nothing is wrong or no launch stored into `out`). rtol/atol: as torch.testing.assert_close's; default
     tdebug's table for the dtype (atol scaled to max |expected|).
+
+    A pytest plugin: install the recorder where it sets up the interpreter (tdebug.interpreter.stores.install(),
+    after TRITON_INTERPRET=1, as tdebug.child does), RECORDER.clear() before each test, and when a test's
+    assert_close(actual, expected, rtol=..., atol=...) fails, call
+    explain(actual, expected, rtol=rtol, atol=atol, file=io.StringIO()) and add loc.render() to the report.
     """
     import torch
 
