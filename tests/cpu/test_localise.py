@@ -48,7 +48,7 @@ def stop_and_print(command: str, print_command: str, grid_dims: int) -> str:
     args = shlex.split(command)
     assert args[:2] == ["tdebug", "run"], command
     pids = "".join(f"p tl.program_id({axis})\n" for axis in range(grid_dims))
-    return tdebug(args[1:], stdin=f"{print_command}\n{pids}continue\ncontinue\ncontinue\n")
+    return tdebug(args[1:], stdin=f"{print_command}\n{pids}q\n")  # quit there: the rest of the run is not needed
 
 
 # (file, case arguments, expected group, expected store line, grid dims, pattern fragment)
