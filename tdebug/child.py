@@ -51,6 +51,10 @@ def _run(job: dict, channel: Channel) -> int:
         from .interpreter import patches as interpret
 
         interpret.install()
+        if job.get("engine") != "symbolic":  # triton-viz's symbolic launches compute no stores to record
+            from .interpreter import stores
+
+            stores.install()  # which program stored each element: a failing case's localisation
     elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
         from .interpreter.patches import pin_autotune
 
@@ -70,7 +74,7 @@ def _run(job: dict, channel: Channel) -> int:
         if job.get("breaks") is not None:
             from .interpreter import breakpoints
 
-            points = breakpoints.resolve(breakpoints.kernels_in(job["target"]), job["breaks"])
+            points = breakpoints.resolve_breaks(job["target"], job["breaks"])
             pid = tuple(job["pid"]) if job.get("pid") is not None else None
             debugger = breakpoints.start(points, pid)
         if job["kind"] == "spec":

@@ -70,6 +70,22 @@ def _as_tuple(x) -> tuple:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
+def scaled_atol(want: torch.Tensor, atol_factor: float) -> float:
+    """The absolute tolerance for a reference: atol_factor * max(|finite want|, 1)."""
+    finite = torch.isfinite(want)
+    return atol_factor * max(float(want[finite].abs().max()) if finite.any() else 1.0, 1.0)
+
+
+def outside_tolerance(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
+    """True per element where got is not within atol + rtol * |want| of want (both float64): infinities must
+    match exactly (same sign), NaN must match NaN."""
+    finite = torch.isfinite(got) & torch.isfinite(want)
+    close = torch.zeros_like(finite)
+    close[finite] = (got[finite] - want[finite]).abs() <= atol + rtol * want[finite].abs()
+    same_special = (~finite) & ((got == want) | (torch.isnan(got) & torch.isnan(want)))
+    return ~(close | same_special)
+
+
 def compare(out: torch.Tensor, ref: torch.Tensor, tol: tuple[float, float] | None = None,
             show: int = 5) -> Comparison:
     """Compare one output with its reference. `out` may hold poison where nothing was written."""
@@ -81,16 +97,11 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: tuple[float, float] | Non
     unwritten_mask = poison_mask(out).cpu()
     got = out.detach().cpu().to(torch.float64)
     want = ref.detach().cpu().to(torch.float64)
-    scale = max(float(want[torch.isfinite(want)].abs().max()) if torch.isfinite(want).any() else 1.0, 1.0)
-    atol = atol_factor * scale
+    atol = scaled_atol(want, atol_factor)
     diff = (got - want).abs()
     finite = torch.isfinite(got) & torch.isfinite(want)
-    close = torch.zeros_like(finite)
-    close[finite] = diff[finite] <= atol + rtol * want[finite].abs()
     nan_mismatch = torch.isnan(got) != torch.isnan(want)
-    # Infinities must match exactly (same sign); NaN must match NaN.
-    same_special = (~finite) & ((got == want) | (torch.isnan(got) & torch.isnan(want)))
-    bad = ~(close | same_special) & ~unwritten_mask
+    bad = outside_tolerance(got, want, rtol, atol) & ~unwritten_mask
     inf_mismatch = (torch.isinf(got) | torch.isinf(want)) & bad
     fd = diff[finite & ~unwritten_mask]
     max_abs = float(fd.max()) if fd.numel() else 0.0

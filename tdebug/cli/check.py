@@ -34,7 +34,7 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
         "lint": [f.to_dict() for f in result.lint],
         "cases": [{"label": c.label, "status": c.status, "time": c.time, "error": c.error,
                    "comparisons": c.comparisons, "findings": [f.to_dict() for f in c.findings],
-                   "launches": c.launches} for c in result.cases],
+                   "launches": c.launches, "localisation": c.localisation} for c in result.cases],
     }
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..interpreter.breakpoints import BreakpointError, kernels_in, parse_pid, resolve
+from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
 from ..runtime.harness import run_job
 from ..runtime.results import render_case
 from .common import COULD_NOT_RUN, CouldNotRun, TargetKind, case_options, classify_target, could_not_run, fresh_seed
@@ -43,8 +43,9 @@ def autotune_lines(cases) -> list[str]:
 @click.option("--config", "config", type=int, default=None,
               help="Autotuned kernels: run this config (index; default: the first that survives the "
                    "kernel's pruning).")
-@click.option("--break", "breaks", type=int, multiple=True, is_flag=False, flag_value=0,
-              help="Stop in pdb++ at the kernel's first line, or at LINE of its file (repeatable).")
+@click.option("--break", "breaks", multiple=True, is_flag=False, flag_value="0",
+              help="Stop in pdb++ at the kernel's first line, at LINE of its file, or at FILE:LINE (a kernel in "
+                   "a module it imports); repeatable.")
 @click.option("--variant", default=None, help="A kernel's code path, e.g. causal (see the file's SPEC.variants).")
 @click.option("--pid", default=None, help="With --break: only in this program, e.g. 1 or 1,0.")
 @click.option("--timeout", type=float, default=120.0, show_default=True,
@@ -64,9 +65,9 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         wanted_pid = parse_pid(pid)
         break_lines = None
         if breaks or wanted_pid is not None:
-            lines = [b for b in breaks if b != 0]
-            resolve(kernels_in(target), lines)  # validate now: one clear error instead of a child's traceback
-            break_lines = lines
+            lines = [b for b in breaks if b != "0"]
+            resolve_breaks(target, lines)  # validate now: one clear error instead of a child's traceback
+            break_lines = [":".join(map(str, parse_break(b, target))) for b in lines]
     except BreakpointError as e:
         raise click.UsageError(str(e)) from None
     if break_lines is not None and mode != "interpret":

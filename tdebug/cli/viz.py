@@ -153,18 +153,23 @@ def _summary(result: TraceResult, target: str) -> list[str]:
                          "of bounds (not drawn)")
         if launch.error:
             lines.append(f"  the launch raised {launch.error}")
+    for m in result.errors:  # a wrong case: where its wrong values came from (tdebug.viz.errors)
+        lines.append(f"WRONG VALUES: {m.summary()}")
+        lines += ["  " + ln for ln in m.lines] + (["  " + m.command] if m.command else [])
     return lines
 
 
 def _render(result: TraceResult, target: str, out_dir: Path) -> list[Path]:
     from ..viz.draw import draw_all
+    from ..viz.errors import draw_error, png_name
     from ..viz.html import write_page
 
     _prepare(out_dir)
-    paths = [d.path for d in draw_all(result.launches, out_dir)]
+    errors = [(m, draw_error(m, out_dir / png_name(m, i + 1))) for i, m in enumerate(result.errors)]
+    paths = [png for _, png in errors] + [d.path for d in draw_all(result.launches, out_dir)]
     info = result.info
     title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
-    paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target)))
+    paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target), errors=errors))
     return paths
 
 
@@ -175,7 +180,7 @@ def _prepare(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     marker = out_dir / MARKER
     if marker.exists():
-        for old in list(out_dir.glob("launch*_*.png")) + [out_dir / "viz.html"]:
+        for old in list(out_dir.glob("launch*_*.png")) + list(out_dir.glob("error*_*.png")) + [out_dir / "viz.html"]:
             old.unlink(missing_ok=True)
     marker.write_text("pictures written by tdebug viz; they are replaced on the next run into this directory\n")
 

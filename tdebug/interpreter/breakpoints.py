@@ -88,6 +88,28 @@ def resolve(kernels: list[KernelInfo], lines: list[int]) -> list[tuple[KernelInf
     return out
 
 
+def parse_break(text: str | int, target: str | Path) -> tuple[str, int]:
+    """A --break value: LINE of the target file, or FILE:LINE (a kernel in a module the target imports)."""
+    file, _, line = str(text).rpartition(":")
+    if not line.isdigit():
+        raise BreakpointError(f"bad --break {text!r}: expected LINE or FILE:LINE")
+    path = Path(file or target)
+    if not path.is_file():
+        raise BreakpointError(f"--break {text}: no such file {path}")
+    return str(path.resolve()), int(line)
+
+
+def resolve_breaks(target: str | Path, breaks: list) -> list[tuple[KernelInfo, int]]:
+    """resolve() for --break values that may name other files; none: each kernel of the target's first line."""
+    by_file: dict[str, list[int]] = {}
+    for text in breaks:
+        file, line = parse_break(text, target)
+        by_file.setdefault(file, []).append(line)
+    if not by_file:
+        return resolve(kernels_in(target), [])
+    return [point for file, lines in by_file.items() for point in resolve(kernels_in(file), lines)]
+
+
 def parse_pid(text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None

@@ -143,7 +143,8 @@ def _case_from_event(ev: dict) -> CaseResult:
         findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
         comparisons=ev.get("comparisons", []), time=ev.get("time", 0.0), cpu_time=ev.get("cpu_time", 0.0),
         error=ev.get("error", ""),
-        launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"))
+        launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"),
+        localisation=ev.get("localisation", []))
 
 
 def crash_hint(target: str, label: str, mode: str, argv: list[str] | None = None) -> str:

@@ -22,6 +22,7 @@ class CaseResult:
     case: dict = field(default_factory=dict)
     exit_code: int | None = None
     stderr: str = ""
+    localisation: list[dict] = field(default_factory=list)  # per wrong output: runtime.localise.Localisation
 
     @property
     def ok(self) -> bool:
@@ -72,4 +73,6 @@ def render_case(r: CaseResult, verbose: bool = True) -> list[str]:
     if r.status not in ("pass",):
         for f in r.findings:
             lines += ["      " + ln for ln in render(f).splitlines()]
+    for where in r.localisation:  # the command to stop where it went wrong comes last
+        lines += ["      " + ln for ln in where["lines"] + ([where["command"]] if where.get("command") else [])]
     return lines

@@ -138,16 +138,19 @@ def _leave() -> None:
 # --- end GPU modes ---
 
 
-def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | None = None) -> dict:
+def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | None = None, target: str = "") -> dict:
     """Run one case: inputs, launch (outputs poisoned), then findings and the comparison with the reference.
-    guard_factory: GPU modes pass one that makes a guard-band session (tdebug.sanitize.guard_bands)."""
+    guard_factory: GPU modes pass one that makes a guard-band session (tdebug.sanitize.guard_bands).
+    target: the file, for the `tdebug run` command that a failing case's localisation ends with."""
     import torch
 
     from ..interpreter.patches import STATE
+    from ..interpreter.stores import RECORDER
 
     STATE.config_index = case.config
     STATE.launches.clear()
     take_faults()  # a fault of an earlier case was reported with it
+    RECORDER.clear()
     started, cpu_started = time.perf_counter(), time.process_time()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
     guards = None
@@ -192,6 +195,10 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     tol = spec.tolerances.get(case.dtype) or TOLERANCES.get(case.dtype)
     comps = compare_outputs(out, ref, tol)
     result["comparisons"] = [c.__dict__ for c in comps]
+    if RECORDER.launches and not all(c.ok for c in comps):  # under the interpreter: where it went wrong
+        from .localise import localise_case
+
+        result["localisation"] = localise_case(out, ref, comps, target, case.__dict__)
     ok = all(c.ok for c in comps) and not result["findings"]
     result["status"] = "pass" if ok else "fail"
     result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
@@ -254,7 +261,7 @@ def run_spec_job(job: dict, channel: Channel, target, sanitizer, lint: Callable[
     for index in range(job.get("start", 0), len(cases)):
         channel.send("start", index=index)
         _case_marker(index)
-        result = run_case(spec, cases[index], sanitizer, guard_factory)
+        result = run_case(spec, cases[index], sanitizer, guard_factory, target=job["target"])
         channel.send("result", index=index, **result)
         if result.get("context_lost"):
             _leave()

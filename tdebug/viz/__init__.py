@@ -5,5 +5,6 @@
   memory; reduce.py turns the records into per-element maps (model.py);
 - trace_child.py: the child's entry point; runner.py: the parent side (spawn, collect, serve);
 - draw.py: one PNG per tensor; html.py: one self-contained HTML page; palette.py: shared colours;
+- errors.py: a wrong case's error picture (|got - expected| in tolerance units, program tiles, store lines);
 - target.py: what to draw when no TARGET is given.
 """

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import palette
 from .draw import PANELS, panel_images, title_lines
+from .errors import ErrorMap
 from .model import LaunchMap, TensorMap, mosaic, mosaic_shape
 
 HOVER_ARRAYS = ("loads", "stores", "masked", "load_npids", "load_pid", "store_npids", "store_pid", "store_pid_max")
@@ -133,9 +134,19 @@ def tensor_section(launch: LaunchMap, t: TensorMap, key: str) -> str:
             f'<div class="panels">{panels}</div></section>')
 
 
-def render_page(launches: list[LaunchMap], title: str, subtitle: str = "") -> str:
+def error_section(m: ErrorMap, png: Path) -> str:
+    """A wrong output: its error picture (the PNG drawn by viz/errors.py, embedded) and where it went wrong."""
+    uri = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
+    text = "\n".join(m.lines + ([m.command] if m.command else []))
+    return (f'<section class="error"><h2>wrong values: {html.escape(m.kernel)} · {html.escape(m.name)}</h2>'
+            f'<p class="status bad">{html.escape(m.summary())}</p><pre>{html.escape(text)}</pre>'
+            f'<img class="error" alt="|got - expected| in tolerance units" src="{uri}"></section>')
+
+
+def render_page(launches: list[LaunchMap], title: str, subtitle: str = "",
+                errors: list[tuple[ErrorMap, Path]] = ()) -> str:
     data: dict = {}
-    sections = []
+    sections = [error_section(m, png) for m, png in errors]
     for launch in launches:
         parts = []
         for i, t in enumerate(launch.tensors):
@@ -152,9 +163,10 @@ def render_page(launches: list[LaunchMap], title: str, subtitle: str = "") -> st
                            data=payload, js=JS)
 
 
-def write_page(launches: list[LaunchMap], path: Path, title: str, subtitle: str = "") -> Path:
+def write_page(launches: list[LaunchMap], path: Path, title: str, subtitle: str = "",
+               errors: list[tuple[ErrorMap, Path]] = ()) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_page(launches, title, subtitle), encoding="utf-8")
+    path.write_text(render_page(launches, title, subtitle, errors), encoding="utf-8")
     return path
 
 
@@ -192,6 +204,8 @@ figcaption { font-size: 13px; margin-bottom: 4px; color: #222; }
       margin: 0 4px 0 8px; }
 .ramp { display: inline-block; width: 120px; height: 12px; vertical-align: -2px; border: 1px solid #888; }
 .muted { color: #777; }
+pre { font-size: 12px; background: #f6f6f6; padding: 6px 8px; overflow-x: auto; }
+img.error { max-width: 100%; }
 #tip { position: fixed; pointer-events: none; background: #fffff0; border: 1px solid #666; padding: 6px 8px;
        font-size: 12px; line-height: 1.45; box-shadow: 2px 2px 6px rgba(0,0,0,.25); white-space: nowrap; z-index: 9; }
 """

@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.harness import child_env
+from .errors import ErrorMap, load_error_maps
 from .model import LaunchMap, load_launches
 
 
 @dataclass
 class TraceResult:
     launches: list[LaunchMap] = field(default_factory=list)
+    errors: list[ErrorMap] = field(default_factory=list)  # a wrong catalogue case: its outputs' error maps
     info: dict = field(default_factory=dict)  # the child's result.json (empty if it died first)
     exit_code: int = 0
     output: str = ""  # the child's stdout + stderr
@@ -88,6 +90,7 @@ def trace(job: dict, timeout: float = 300.0, meanwhile: Callable[[], None] | Non
 def _collect(result: TraceResult, maps: Path) -> TraceResult:
     if maps.is_dir():
         result.launches = load_launches(maps)
+        result.errors = load_error_maps(maps)
         info = maps / "result.json"
         if info.is_file():
             result.info = json.loads(info.read_text())

@@ -93,7 +93,26 @@ def run_spec(job: dict, result: dict) -> None:
     result["shape"] = list(shape)
     STATE.config_index = config
     inputs = spec.make_inputs(case)
-    spec.launch(*inputs)
+    out = spec.launch(*inputs)
+    if job.get("pid") is None:  # every program ran: draw the error of a wrong output
+        save_errors(target, case, inputs, out, Path(job["out"]))
+
+
+def save_errors(target, case, inputs, out, directory: Path) -> None:
+    """The error maps of the outputs that differ from the reference (viz/errors.py), next to the launches."""
+    import torch
+
+    from ..catalogue.compare import TOLERANCES
+    from ..runtime.localise import run_command
+    from .errors import error_maps, save_error_maps
+
+    spec = target.spec
+    ref = spec.reference(*[x.to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                           for x in inputs])
+    tol = spec.tolerances.get(case.dtype) or TOLERANCES[case.dtype]
+    maps = error_maps(out, ref, tol, command=lambda file, line, pid: run_command(str(target.path), case.__dict__,
+                                                                                 file, line, pid))
+    save_error_maps(maps, directory)
 
 
 def run_script(job: dict, result: dict) -> None:
@@ -128,10 +147,12 @@ def main(argv: list[str]) -> int:
         raise SystemExit("tdebug.viz.trace_child needs TRITON_INTERPRET=1 in its environment")
     os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
     from ..interpreter import patches as interpret
+    from ..interpreter import stores
     from . import safe_launch, trace
 
     interpret.install()
     safe_launch.install()
+    stores.install()  # who stored each element, at which line: the error picture's tiles
     pid = tuple(job["pid"]) if job.get("pid") is not None else None
     session = trace.TraceSession(sink=lambda launch: save_launch(launch, out), pid=pid,
                                  keep_for_server=job.get("serve") is not None)

@@ -1,4 +1,4 @@
-"""Install every patch tdebug makes (interpreter, sanitizer, viz guard and trace, symbolic engine where
+"""Install every patch tdebug makes (interpreter, store records, sanitizer, viz guard and trace, symbolic engine where
 triton-viz works) and print what tdebug.interpreter.versions says about them, as JSON (test_versions.py)."""
 
 import json
@@ -6,11 +6,12 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"
 
-from tdebug.interpreter import patches, versions  # noqa: E402
+from tdebug.interpreter import patches, stores, versions  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
 from tdebug.viz import safe_launch, trace  # noqa: E402
 
 patches.install()
+stores.install()
 SanitizerSession().install()
 safe_launch.install()
 trace.install(trace.TraceSession(sink=lambda launch: None))

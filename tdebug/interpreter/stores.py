@@ -1,0 +1,236 @@
+"""Store recording under the interpreter: which program stored each element of each tensor, at which line.
+
+Every store of a launch (masked, unmasked, block-pointer and descriptor stores all end in
+create_masked_store; atomics in create_atomic_rmw) is recorded with the program id, the kernel's
+source line, the element offsets into the storage written and each lane's place in its block. At a
+program's first store, its integer scalars (pid_m, pid_n, row, ...) are kept too, so a set of programs
+can be named in the kernel's own terms. tdebug.runtime.store_maps replays the records into an output's
+logical shape. Recording costs one stack walk and one copy of the active addresses per store.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .frames import current_pid, user_frame
+from .versions import bind, patch
+
+MAX_LANES = 1 << 25  # lanes kept over all recorded launches; the oldest launches are dropped beyond it
+
+
+@dataclass
+class ArgView:
+    """A tensor argument as the caller passed it and as the kernel saw it (the host copy may lie elsewhere,
+    e.g. relocated between guard bands): same shape, each with its own storage offset and strides."""
+
+    name: str
+    shape: tuple[int, ...]
+    device_offset: int
+    device_strides: tuple[int, ...]
+    host_offset: int
+    host_strides: tuple[int, ...]
+
+
+@dataclass
+class StorageInfo:
+    """A storage that a launch got as a tensor argument (the interpreter's host copy of it)."""
+
+    host_ptr: int
+    device_ptr: int  # the caller's storage (the same one for a CPU tensor)
+    nbytes: int
+    views: list[ArgView]  # the kernel parameters pointing into it
+
+
+@dataclass
+class StoreRecord:
+    pid: tuple[int, int, int]
+    file: str
+    line: int
+    storage: int  # host_ptr of the storage written
+    elsize: int
+    offsets: np.ndarray  # element offsets into the storage, one per active lane
+    lanes: np.ndarray  # flat index of each of those lanes in the stored block
+    block: tuple[int, ...]
+    hit: int  # how many times this program had reached this file:line in a store, this one included
+    atomic: bool = False
+
+
+@dataclass
+class LaunchStores:
+    index: int  # 1-based, in launch order
+    kernel: str
+    grid: tuple[int, int, int] = (1, 1, 1)
+    storages: dict[int, StorageInfo] = field(default_factory=dict)
+    records: list[StoreRecord] = field(default_factory=list)
+    scalars: dict[tuple[int, int, int], dict[str, int]] = field(default_factory=dict)  # per program
+
+    @property
+    def lanes(self) -> int:
+        return sum(r.offsets.size for r in self.records)
+
+
+class StoreRecorder:
+    def __init__(self, max_lanes: int = MAX_LANES) -> None:
+        self.launches: list[LaunchStores] = []
+        self.max_lanes = max_lanes
+        self.count = 0
+        self.installed = False
+        self._current: LaunchStores | None = None
+        self._ranges: list[tuple[int, int]] = []  # [start, end) of the current launch's storages
+        self._hits: dict[tuple, int] = {}
+
+    def clear(self) -> None:
+        """Forget every launch (a new case begins): launches are numbered from 1 again."""
+        self.launches = []
+        self.count = 0
+
+    def begin_launch(self, kernel: str, named: list[tuple[str, object, object]]) -> None:
+        """named: (parameter, the caller's argument, the interpreter's host copy) per argument."""
+        self.count += 1
+        launch = LaunchStores(self.count, kernel)
+        for name, dev, hst in named:
+            dev, hst = getattr(dev, "base", dev), getattr(hst, "base", hst)  # TensorWrapper, TensorDescriptor
+            if not (hasattr(hst, "untyped_storage") and hasattr(dev, "untyped_storage")):
+                continue
+            storage = hst.untyped_storage()
+            ptr = storage.data_ptr()
+            view = ArgView(name, tuple(dev.shape), dev.storage_offset(), tuple(dev.stride()), hst.storage_offset(),
+                           tuple(hst.stride()))
+            if ptr in launch.storages:
+                launch.storages[ptr].views.append(view)
+            elif storage.nbytes():
+                launch.storages[ptr] = StorageInfo(ptr, dev.untyped_storage().data_ptr(), storage.nbytes(), [view])
+        self._ranges = sorted((s.host_ptr, s.host_ptr + s.nbytes) for s in launch.storages.values())
+        self._hits = {}
+        self._current = launch
+        self.launches.append(launch)
+
+    def set_grid(self, grid: tuple[int, ...]) -> None:
+        if self._current is not None:
+            self._current.grid = tuple(int(g) for g in grid)
+
+    def end_launch(self) -> None:
+        self._current = None
+        total = sum(launch.lanes for launch in self.launches)
+        while len(self.launches) > 1 and total > self.max_lanes:
+            total -= self.launches.pop(0).lanes
+
+    def store(self, addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool = False) -> None:
+        launch = self._current
+        if launch is None or not self._ranges:
+            return
+        frame = kernel_frame()
+        file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
+        pid = current_pid()
+        key = (pid, file, line)
+        hit = self._hits[key] = self._hits.get(key, 0) + 1  # counted with every lane masked off too
+        shape = tuple(np.shape(addresses))
+        addr = np.asarray(addresses).reshape(-1).astype(np.uint64, copy=False).view(np.int64)
+        if mask is not None:
+            lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), shape))
+            addr = addr[lanes]
+        else:
+            lanes = np.arange(addr.size)
+        if not lanes.size:
+            return
+        for start, end in self._ranges:
+            inside = (addr >= start) & (addr < end)
+            if inside.any():
+                launch.records.append(StoreRecord(pid, file, line, start, elsize, (addr[inside] - start) // elsize,
+                                                  lanes[inside].astype(np.int64), shape, hit, atomic))
+        if pid not in launch.scalars and frame is not None:
+            launch.scalars[pid] = scalar_locals(frame)
+
+
+def kernel_frame():
+    """The kernel's frame at this store: the innermost user frame, past triton-viz's wrappers (tdebug viz)."""
+    frame = user_frame()
+    while frame is not None and f"{os.sep}triton_viz{os.sep}" in frame.f_code.co_filename:
+        frame = user_frame(frame.f_back)
+    return frame
+
+
+def scalar_locals(frame) -> dict[str, int]:
+    """The kernel's integer scalars at this point of a program: pid_m, pid_n, row, ... (not blocks)."""
+    found: dict[str, int] = {}
+    for name, value in frame.f_locals.items():
+        if isinstance(value, bool) or name.startswith("_"):
+            continue
+        if isinstance(value, (int, np.integer)):
+            found[name] = int(value)
+            continue
+        data = getattr(getattr(value, "handle", None), "data", None)
+        kind = getattr(value, "type", None)
+        if isinstance(data, np.ndarray) and data.size == 1 and np.issubdtype(data.dtype, np.integer) \
+                and callable(getattr(kind, "is_block", None)) and not kind.is_block() and not kind.is_ptr():
+            found[name] = int(data.reshape(-1)[0])
+    return found
+
+
+RECORDER = StoreRecorder()
+
+
+def _element_size(pointer) -> int:
+    return max(1, pointer.get_element_ty().primitive_bitwidth // 8)
+
+
+def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
+    """Record every launch's stores from now on (TRITON_INTERPRET=1, before any kernel runs)."""
+    if recorder.installed:
+        return recorder
+    from triton.runtime import interpreter
+
+    def init_args(original):
+        def _init_args_hst(*args, **kwargs):
+            call = bind(original, args, kwargs)
+            executor, args_dev = call.arguments["self"], call.arguments["args_dev"]
+            kwargs_dev = call.arguments["kwargs"]
+            args_hst, kwargs_hst = original(*args, **kwargs)
+            names = list(executor.arg_names)
+            named = list(zip(names, args_dev, args_hst))
+            named += [(key, kwargs_dev[key], kwargs_hst[key]) for key in kwargs_hst]
+            recorder.begin_launch(executor.fn.__name__, named)
+            return args_hst, kwargs_hst
+        return _init_args_hst
+
+    def launch(original):
+        def __call__(*args, **kwargs):
+            try:
+                return original(*args, **kwargs)
+            finally:
+                recorder.end_launch()
+        return __call__
+
+    def masked_store(original):
+        def create_masked_store(*args, **kwargs):
+            call = bind(original, args, kwargs)
+            ptrs, mask = call.arguments["ptrs"], call.arguments["mask"]
+            recorder.store(ptrs.data, None if mask is None else mask.data, _element_size(ptrs))
+            return original(*args, **kwargs)
+        return create_masked_store
+
+    def atomic_rmw(original):
+        def create_atomic_rmw(*args, **kwargs):
+            call = bind(original, args, kwargs)
+            ptr, mask = call.arguments["ptr"], call.arguments.get("mask")
+            recorder.store(ptr.data, None if mask is None else mask.data, _element_size(ptr), atomic=True)
+            return original(*args, **kwargs)
+        return create_atomic_rmw
+
+    def grid_dim(original):
+        def set_grid_dim(*args, **kwargs):
+            recorder.set_grid(tuple(bind(original, args, kwargs).arguments.values()))
+            return original(*args, **kwargs)
+        return set_grid_dim
+
+    builder = interpreter.interpreter_builder
+    patch(interpreter.GridExecutor, "_init_args_hst", init_args)
+    patch(interpreter.GridExecutor, "__call__", launch)
+    patch(builder, "create_masked_store", masked_store)
+    patch(builder, "create_atomic_rmw", atomic_rmw)
+    patch(builder, "set_grid_dim", grid_dim)
+    recorder.installed = True
+    return recorder
