@@ -6,25 +6,41 @@ import sys
 
 import click
 
+from ..runtime import processes
+from . import signals
+
 
 class TdebugGroup(click.Group):
     """A group whose user errors end with one line on stderr and exit code 2 (no usage block, no traceback)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        processes.resume()
         try:
             return super().main(args=args, prog_name=prog_name or "tdebug", complete_var=complete_var,
                                 standalone_mode=False, **extra)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
-        except click.exceptions.Abort:
-            click.echo("tdebug: aborted", err=True)
-            sys.exit(130)
+        except click.exceptions.Abort:  # Ctrl-C at a click prompt
+            sys.exit(signals.stop(KeyboardInterrupt()))
         except click.ClickException as e:
             click.echo(f"tdebug: error: {e.format_message()}", err=True)
             sys.exit(e.exit_code)
-        except KeyboardInterrupt:
-            click.echo("tdebug: interrupted", err=True)
-            sys.exit(130)
+        except (KeyboardInterrupt, _Stopped) as e:  # Ctrl-C or SIGTERM (signals.Terminated)
+            sys.exit(signals.stop(e.interrupt if isinstance(e, _Stopped) else e))
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:  # past click's own handler, which would print an empty line first
+            raise _Stopped(e) from None
+
+
+class _Stopped(Exception):
+    """Ctrl-C or SIGTERM on its way out of click."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.interrupt = interrupt
 
 
 @click.group(cls=TdebugGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,4 +69,10 @@ _register()
 
 
 def main() -> None:
-    cli.main()
+    signals.install()
+    try:
+        cli.main()
+    except SystemExit as e:
+        if signals.stopped():
+            signals.leave(e.code if isinstance(e.code, int) else 1)
+        raise
