@@ -160,7 +160,8 @@ def _case_from_event(ev: dict) -> CaseResult:
         index=ev["index"], label=ev.get("label", ""), status=ev.get("status", "error"),
         findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
         comparisons=ev.get("comparisons", []), time=ev.get("time", 0.0), error=ev.get("error", ""),
-        launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"))
+        launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"),
+        launch_count=ev.get("launch_count") if ev.get("launches_known") else None)
 
 
 def crash_hint(target: str, label: str, mode: str, argv: list[str] | None = None) -> str:

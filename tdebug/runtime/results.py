@@ -12,7 +12,7 @@ from ..report import Finding, render
 class CaseResult:
     index: int
     label: str
-    status: str  # pass, fail, error, assert, overflow, crash, hang
+    status: str  # pass, fail, error, assert, overflow, crash, hang; quit (the person quit the debugger)
     findings: list[Finding] = field(default_factory=list)
     comparisons: list[dict] = field(default_factory=list)
     time: float = 0.0
@@ -21,10 +21,16 @@ class CaseResult:
     case: dict = field(default_factory=dict)
     exit_code: int | None = None
     stderr: str = ""
+    launch_count: int | None = None  # a script's Triton launches; None where they cannot be seen (GPU modes)
 
     @property
     def ok(self) -> bool:
         return self.status == "pass"
+
+    @property
+    def launched_nothing(self) -> bool:
+        """A script that ran to its end without one Triton launch: nothing was checked."""
+        return self.launch_count == 0
 
 
 @dataclass
