@@ -87,6 +87,14 @@ def _watchdog(read_fd: int) -> None:
             leave(stop(signum))
 
 
+def _forked() -> None:
+    """A forked helper (viz's drawing pool) keeps Python's defaults: a SIGTERM from its pool ends it
+    quietly, and never reaches tdebug's watchdog through the inherited wakeup fd."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def install() -> None:
     """Handlers for SIGINT and SIGTERM, and the watchdog; in the main thread of a `tdebug` process."""
     read_fd, write_fd = os.pipe()
@@ -94,4 +102,5 @@ def install() -> None:
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _on_signal)
+    os.register_at_fork(after_in_child=_forked)
     threading.Thread(target=_watchdog, args=(read_fd,), daemon=True, name="tdebug-signals").start()

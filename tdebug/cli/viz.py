@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import socket
 import sys
 from pathlib import Path
@@ -13,12 +12,13 @@ import click
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS
 from ..interpreter.breakpoints import BreakpointError, parse_pid
-from .common import TargetKind, classify_target
+from ..runtime.files import writable_folder
+from ..viz import outdir
+from .common import SEED, TIMEOUT, TargetKind, classify_target
 
 if TYPE_CHECKING:
     from ..viz.runner import TraceResult
 
-MARKER = ".tdebug-viz"  # in an output directory tdebug viz made: its old pictures may be replaced
 
 
 @click.command("viz")
@@ -29,8 +29,8 @@ MARKER = ".tdebug-viz"  # in an output directory tdebug viz made: its old pictur
 @click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(LAYOUTS), default="contiguous", show_default=True,
               help="Memory layout of the inputs.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Input seed.")
-@click.option("--config", type=int, default=None,
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Input seed.")
+@click.option("--config", type=click.IntRange(min=0), default=None,
               help="Autotuned kernels: this config (default: the one with the smallest tiles).")
 @click.option("--variant", default=None, help="A kernel's code path (see the file's SPEC.variants).")
 @click.option("--pid", default=None, help="Only this program, e.g. 3 or 1,0.")
@@ -39,7 +39,7 @@ MARKER = ".tdebug-viz"  # in an output directory tdebug viz made: its old pictur
 @click.option("--serve", is_flag=True,
               help="Then open triton-viz's own interactive visualizer for the launch on 127.0.0.1.")
 @click.option("--port", type=click.IntRange(1, 65535), default=5001, show_default=True, help="Port for --serve.")
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed for tracing.")
+@click.option("--timeout", type=TIMEOUT, default=300.0, show_default=True, help="Seconds allowed for tracing.")
 def command(target, script_args, shape, dtype, layout, seed, config, variant, pid, out_dir, serve, port,
             timeout) -> None:
     """Draw, for each tensor argument of each launch of TARGET, who touched which element.
@@ -61,8 +61,6 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
     kind = classify_target(target)
     if dtype == "bf16":
         raise click.UsageError("bf16 gives wrong results in Triton 3.6's CPU interpreter: use fp32 or fp16")
-    if timeout <= 0:
-        raise click.BadParameter("must be positive", param_hint="--timeout")
     try:
         wanted = parse_pid(pid)
     except BreakpointError as e:
@@ -80,14 +78,15 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
     job = {"kind": kind, "target": str(Path(target).resolve()), "argv": list(script_args),
            "shape": list(shape) if shape else None, "dtype": dtype, "layout": layout, "seed": seed,
            "config": config, "variant": variant, "pid": list(wanted) + [0] * (3 - len(wanted)) if wanted else None}
+    folder = _out_folder(Path(out_dir))
     if serve:
-        _serve(job, target, port, timeout, Path(out_dir))
+        _serve(job, target, port, timeout, folder)
         return
     from ..viz.draw import warm_up
     from ..viz.runner import trace
 
     result = trace(job, timeout=timeout, meanwhile=warm_up)
-    code = _report(result, target, Path(out_dir))
+    code = _report(result, target, folder)
     raise SystemExit(code)
 
 
@@ -156,27 +155,35 @@ def _summary(result: TraceResult, target: str) -> list[str]:
 
 
 def _render(result: TraceResult, target: str, out_dir: Path) -> list[Path]:
-    from ..viz.draw import draw_all
+    from ..viz.draw import draw_all, png_name
     from ..viz.html import write_page
 
-    _prepare(out_dir)
+    names = [png_name(launch, t) for launch in result.launches for t in launch.tensors] + ["viz.html"]
+    try:
+        outdir.prepare(out_dir, names)
+    except (outdir.OutDirError, OSError) as e:
+        raise click.UsageError(f"--out {out_dir}: {e}") from None
     paths = [d.path for d in draw_all(result.launches, out_dir)]
     info = result.info
     title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
     paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target)))
+    outdir.record(out_dir, paths)
     return paths
 
 
-def _prepare(out_dir: Path) -> None:
-    """Create the output directory; in one tdebug viz made before, remove the old pictures."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise click.UsageError(f"--out {out_dir}: not a directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    marker = out_dir / MARKER
-    if marker.exists():
-        for old in list(out_dir.glob("launch*_*.png")) + [out_dir / "viz.html"]:
-            old.unlink(missing_ok=True)
-    marker.write_text("pictures written by tdebug viz; they are replaced on the next run into this directory\n")
+def _out_folder(out: Path) -> Path:
+    """The folder to draw into, checked before any work: --out itself, or a fresh subfolder of it when it
+    holds files tdebug did not write (said on stderr)."""
+    try:
+        folder, note = outdir.choose(out)
+    except (outdir.OutDirError, OSError) as e:
+        raise click.UsageError(str(e)) from None
+    why = writable_folder(folder)
+    if why:
+        raise click.UsageError(f"--out {out}: cannot write there ({why})")
+    if note:
+        click.echo(f"tdebug viz: {note}", err=True)
+    return folder
 
 
 def _port_free(port: int) -> bool:
@@ -194,7 +201,6 @@ def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> 
     if not _port_free(port):
         raise click.UsageError(f"port {port} on 127.0.0.1 is in use: pick another with --port")
     server = Server(job, port)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = server.wait_traced(timeout)
         _show(result, target, out_dir)
@@ -202,12 +208,5 @@ def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> 
                    "from esm.sh, so the browser needs the network)")
         sys.stdout.flush()
         server.wait()
-    except KeyboardInterrupt:
-        click.echo("tdebug viz: stopped the visualizer", err=True)
     finally:
         server.stop()
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt

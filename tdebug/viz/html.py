@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime.files import write_atomic
 from . import palette
 from .draw import PANELS, panel_images, title_lines
 from .model import LaunchMap, TensorMap, mosaic, mosaic_shape
@@ -154,7 +155,7 @@ def render_page(launches: list[LaunchMap], title: str, subtitle: str = "") -> st
 
 def write_page(launches: list[LaunchMap], path: Path, title: str, subtitle: str = "") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_page(launches, title, subtitle), encoding="utf-8")
+    write_atomic(path, render_page(launches, title, subtitle))
     return path
 
 
