@@ -18,7 +18,7 @@ def _umask() -> int:
     return mask
 
 
-_MODE = 0o666 & ~_umask()  # read once, at import: os.umask is process-wide
+FILE_MODE = 0o666 & ~_umask()  # a new file's mode; the umask is read once, at import (it is process-wide)
 
 
 @contextlib.contextmanager
@@ -39,7 +39,7 @@ def atomic_file(path: Path | str) -> Iterator[BinaryIO]:
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
-        os.chmod(tmp, _MODE)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
