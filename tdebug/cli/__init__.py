@@ -22,6 +22,10 @@ class TdebugGroup(click.Group):
             sys.exit(e.exit_code)
         except click.exceptions.Abort:  # Ctrl-C at a click prompt
             sys.exit(signals.stop(KeyboardInterrupt()))
+        except click.exceptions.NoArgsIsHelpError as e:  # `tdebug`, `tdebug bugs`: the help, then one line
+            click.echo(e.ctx.get_help())
+            click.echo(f"tdebug: error: no command given ({e.ctx.command_path} --help lists them)", err=True)
+            sys.exit(2)
         except click.ClickException as e:
             click.echo(f"tdebug: error: {e.format_message()}", err=True)
             sys.exit(e.exit_code)
