@@ -6,34 +6,53 @@ import sys
 
 import click
 
+from ..runtime import processes
+from . import signals
+
 
 class TdebugGroup(click.Group):
     """A group whose errors end with one line on stderr (no usage block, no traceback): exit code 2 for a
     usage error, 3 for anything else that stopped tdebug (never 0 after an exception)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        processes.resume()
         try:
             return super().main(args=args, prog_name=prog_name or "tdebug", complete_var=complete_var,
                                 standalone_mode=False, **extra)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
-        except click.exceptions.Abort:
-            click.echo("tdebug: aborted", err=True)
-            sys.exit(130)
-        except click.UsageError as e:
-            click.echo(f"tdebug: error: {e.format_message()}", err=True)
+        except click.exceptions.Abort:  # Ctrl-C at a click prompt
+            sys.exit(signals.stop(KeyboardInterrupt()))
+        except click.exceptions.NoArgsIsHelpError as e:  # `tdebug`, `tdebug bugs`: the help, then one line
+            click.echo(e.ctx.get_help())
+            click.echo(f"tdebug: error: no command given ({e.ctx.command_path} --help lists them)", err=True)
             sys.exit(2)
         except click.ClickException as e:
             click.echo(f"tdebug: error: {e.format_message()}", err=True)
-            sys.exit(3)
-        except KeyboardInterrupt:
-            click.echo("tdebug: interrupted", err=True)
-            sys.exit(130)
+            # UsageError (2), CouldNotRun (3) and the like say their own code; a bare ClickException is
+            # something that stopped tdebug: 3, never 1 (findings) or 0.
+            sys.exit(3 if type(e) is click.ClickException else e.exit_code)
+        except (KeyboardInterrupt, _Stopped) as e:  # Ctrl-C or SIGTERM (signals.Terminated)
+            sys.exit(signals.stop(e.interrupt if isinstance(e, _Stopped) else e))
         except Exception as e:  # noqa: BLE001 - a bug in tdebug: one line, exit 3
             from ..interpreter.versions import triton_label
 
             click.echo(f"tdebug: internal error in tdebug ({triton_label()}): {type(e).__name__}: {e}", err=True)
             sys.exit(3)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:  # past click's own handler, which would print an empty line first
+            raise _Stopped(e) from None
+
+
+class _Stopped(Exception):
+    """Ctrl-C or SIGTERM on its way out of click."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.interrupt = interrupt
 
 
 @click.group(cls=TdebugGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,4 +84,10 @@ _register()
 
 
 def main() -> None:
-    cli.main()
+    signals.install()
+    try:
+        cli.main()
+    except SystemExit as e:
+        if signals.stopped():
+            signals.leave(e.code if isinstance(e.code, int) else 1)
+        raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import DTYPES, TargetError, has_spec, load_target
+from ..runtime.files import write_atomic
+from .common import SEED, output_file
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 KERNELS = ROOT / "kernels"
@@ -74,9 +77,9 @@ def bench_shapes(target, shapes: tuple) -> list[tuple[int, ...]]:
 @click.option("--all", "all_", is_flag=True, help="Every kernels/*.py whose SPEC has bench_shapes.")
 @click.option("--shape", "shapes", type=SHAPE, multiple=True, help="Bench this shape instead (repeatable).")
 @click.option("--dtype", type=click.Choice(DTYPES), default="fp16", show_default=True)
-@click.option("--json", "json_file", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--json", "json_file", type=click.Path(dir_okay=False), default=None,
               help="Write the full results (every statistic, the device, versions, date) here.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Input seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Input seed.")
 @click.option("--warmup-ms", type=float, default=100.0, show_default=True, help="Warm-up time per measurement.")
 @click.option("--rep-ms", type=float, default=400.0, show_default=True,
               help="Time spent repeating each measurement (at least 25 repetitions).")
@@ -92,12 +95,13 @@ def command(targets, all_, shapes, dtype, json_file, seed, warmup_ms, rep_ms) ->
     """
     if not targets and not all_:
         raise click.UsageError("name a kernel file or a kernel (e.g. tdebug bench matmul), or use --all")
-    if warmup_ms < 0 or rep_ms <= 0:
-        raise click.UsageError("--warmup-ms must be >= 0 and --rep-ms > 0")
+    if not (0 <= warmup_ms < math.inf and 0 < rep_ms < math.inf):
+        raise click.UsageError("--warmup-ms must be >= 0 and --rep-ms > 0 (finite)")
     paths = [resolve_target(t) for t in targets]
     named = set(paths)
     if all_:
         paths += [p for p in all_targets() if p.resolve() not in {q.resolve() for q in paths}]
+    output_file(json_file, "--json", paths)
     if not gpu_available():
         raise click.ClickException(NO_GPU)  # a missing GPU: tdebug cannot do the job here (exit 3)
     for knob in ("TRITON_INTERPRET",):  # compiled kernels only: the interpreter is read at import
@@ -182,6 +186,6 @@ def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file:
     click.echo(render_text(report, rows))
     if json_file:
         Path(json_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_file).write_text(json.dumps(report, indent=1) + "\n")
+        write_atomic(json_file, json.dumps(report, indent=1) + "\n")
         _log(f"results written to {json_file}")
     return any(r.error or (r.check is not None and not r.check.ok) for r in rows)

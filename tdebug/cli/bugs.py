@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from ..catalogue.files import repo_root
+from ..catalogue.files import kernel_files, repo_root
 from ..exercises.workspace import BugEntry, ExerciseError, Workspace, find_bug, load_bugs, solution_diff
+from .common import SEED, TIMEOUT, NothingChecked, output_file
 
 
 def _rel(path: Path) -> str:
@@ -24,6 +27,19 @@ def _rel(path: Path) -> str:
 
 def _workspace(ctx: click.Context) -> Workspace:
     return ctx.obj["workspace"]
+
+
+@contextlib.contextmanager
+def _locked(ws: Workspace) -> Iterator[None]:
+    """The workspace's lock for start/reset/check (said on stderr while another command holds it)."""
+    def waiting() -> None:
+        click.echo("tdebug bugs: waiting for another tdebug bugs start/reset/check on this workspace", err=True)
+
+    try:
+        with ws.lock(on_wait=waiting):
+            yield
+    except ExerciseError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _bugs() -> list[BugEntry]:
@@ -93,7 +109,10 @@ def command(ctx: click.Context, workspace: str | None) -> None:
     tdebug bugs matrix               every bug and fixed kernel against every detector
     """
     ctx.ensure_object(dict)
-    ctx.obj["workspace"] = Workspace(Path(workspace) if workspace else None)
+    try:
+        ctx.obj["workspace"] = Workspace(Path(workspace) if workspace else None)
+    except ExerciseError as e:
+        raise click.UsageError(str(e)) from None
 
 
 @command.command("list")
@@ -162,7 +181,9 @@ def hint(ctx: click.Context, bug_id: str) -> None:
 def start(ctx: click.Context, bug_id: str) -> None:
     """Copy a bug into the workspace for editing (an existing copy is never overwritten)."""
     bug = _bug(bug_id)
-    path, created = _workspace(ctx).start(bug)
+    ws = _workspace(ctx)
+    with _locked(ws):
+        path, created = ws.start(bug)
     rel = _rel(path)
     if created:
         click.echo(f"Copied {_rel(bug.path)} to {rel}: edit it there.")
@@ -186,8 +207,8 @@ def _echo_step(step) -> None:
 @command.command("check")
 @click.argument("bug_id")
 @click.option("--quick", is_flag=True, help="The quick case matrix instead of every case.")
-@click.option("--seed", type=int, default=None, help="Input seed (default: a fresh one, printed).")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per case before a hang.")
+@click.option("--seed", type=SEED, default=None, help="Input seed (default: a fresh one, printed).")
+@click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.pass_context
 def check(ctx: click.Context, bug_id: str, quick: bool, seed: int | None, timeout: float) -> None:
     """Is your copy fixed? Runs it through the reference check on all cases and the detectors.
@@ -198,31 +219,30 @@ def check(ctx: click.Context, bug_id: str, quick: bool, seed: int | None, timeou
     """
     from ..exercises.judge import check_exercise
 
-    if timeout <= 0:
-        raise click.BadParameter("must be positive", param_hint="--timeout")
     bug = _bug(bug_id)
     ws = _workspace(ctx)
-    try:
-        copy = ws.require_copy(bug)
-    except ExerciseError as e:
-        raise click.UsageError(str(e)) from None
-    click.echo(f"Checking {_rel(copy)} (bug {bug.key}: {bug.title}), judged by {_rel(bug.fixes)}'s reference"
-               + (" (quick)" if quick else ""))
-    result = check_exercise(bug, copy, quick=quick, seed=seed, timeout=timeout, on_step=_echo_step)
-    click.echo(f"seed {result.seed}")
-    if result.status == "pass":
-        ws.set_status(bug, "passed")
-        click.echo(f"PASS: bug {bug.key} is fixed.")
-        raise SystemExit(0)
-    if result.status == "unverified":
-        ws.set_status(bug, "unverified")
-        click.echo(f"UNVERIFIED: {result.reason}")
-        raise SystemExit(3)  # tdebug could not do the whole job here (a GPU-only bug on a CPU)
-    ws.set_status(bug, "failing")
-    if result.skipped:
-        click.echo("not run: " + ", ".join(result.skipped))
-    click.echo(f"FAIL: bug {bug.key} is not fixed yet (tdebug bugs hint {bug.key} for a hint).")
-    raise SystemExit(1)
+    with _locked(ws):  # a reset cannot replace the copy while it is checked
+        try:
+            copy = ws.require_copy(bug)
+        except ExerciseError as e:
+            raise click.UsageError(str(e)) from None
+        click.echo(f"Checking {_rel(copy)} (bug {bug.key}: {bug.title}), judged by {_rel(bug.fixes)}'s reference"
+                   + (" (quick)" if quick else ""))
+        result = check_exercise(bug, copy, quick=quick, seed=seed, timeout=timeout, on_step=_echo_step)
+        click.echo(f"seed {result.seed}")
+        if result.status == "pass":
+            ws.set_status(bug, "passed")
+            click.echo(f"PASS: bug {bug.key} is fixed.")
+            raise SystemExit(0)
+        if result.status == "unverified":
+            ws.set_status(bug, "unverified")
+            click.echo(f"UNVERIFIED: {result.reason}")
+            raise SystemExit(3)  # tdebug could not do the whole job here (a GPU-only bug on a CPU)
+        ws.set_status(bug, "failing")
+        if result.skipped:
+            click.echo("not run: " + ", ".join(result.skipped))
+        click.echo(f"FAIL: bug {bug.key} is not fixed yet (tdebug bugs hint {bug.key} for a hint).")
+        raise SystemExit(1)
 
 
 @command.command("solution")
@@ -251,7 +271,9 @@ def solution(bug_id: str) -> None:
 def reset(ctx: click.Context, bug_id: str) -> None:
     """Restore a pristine copy of a bug; your version is kept as NN_...py.bak-<time>."""
     bug = _bug(bug_id)
-    path, backup = _workspace(ctx).reset(bug)
+    ws = _workspace(ctx)
+    with _locked(ws):
+        path, backup = ws.reset(bug)
     if backup is not None:
         click.echo(f"Restored a pristine {_rel(path)}; your version is in {_rel(backup)}.")
     else:
@@ -267,8 +289,8 @@ def reset(ctx: click.Context, bug_id: str) -> None:
 @click.option("--expected-only", is_flag=True, help="Run each bug only under the detectors its BUG.caught_by names.")
 @click.option("--full", is_flag=True, help="The full case matrix, not the quick one.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Cells at once (default: CPU count).")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per case before a hang.")
+@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("--markdown", "markdown", type=click.Path(dir_okay=False), default=None,
               help="Write the table here (default for a full run: docs/detection-matrix.md).")
 @click.option("--no-markdown", is_flag=True, help="Write no Markdown file.")
@@ -276,7 +298,7 @@ def matrix(only, with_kernels, detectors, expected_only, full, jobs, seed, timeo
     """Every bug and every fixed kernel against every detector available here: caught / missed / n/a, and
     the seconds each took. Exit 1 when a cell contradicts the bugs' expected detectors or a fixed
     kernel is flagged."""
-    from ..exercises.matrix import DETECTORS, disagreements, run_matrix, to_text, write_markdown
+    from ..exercises.matrix import DETECTORS, NA, SKIPPED, disagreements, run_matrix, to_text, write_markdown
 
     bad = [d for d in detectors if d not in DETECTORS]
     if bad:
@@ -285,6 +307,10 @@ def matrix(only, with_kernels, detectors, expected_only, full, jobs, seed, timeo
     bugs = [_bug(i) for i in only] if only else all_bugs
     include_kernels = with_kernels if with_kernels is not None else not only
     subset = bool(only or detectors or expected_only or with_kernels is False)
+    target = Path(markdown) if markdown else (None if subset else repo_root() / "docs" / "detection-matrix.md")
+    if no_markdown:
+        target = None
+    output_file(str(target) if target else None, "--markdown", [b.path for b in all_bugs] + kernel_files())
     done = {"n": 0}
 
     def on_cell(row, cell) -> None:
@@ -303,8 +329,9 @@ def matrix(only, with_kernels, detectors, expected_only, full, jobs, seed, timeo
                + ("every cell agrees with the expectations." if not problems else f"{len(problems)} disagreement(s):"))
     for p in problems:
         click.echo("  " + p)
-    target = Path(markdown) if markdown else (None if subset else repo_root() / "docs" / "detection-matrix.md")
-    if target is not None and not no_markdown:
+    if target is not None:
         write_markdown(result, target)
         click.echo(f"wrote {_rel(target)}")
+    if not problems and all(c.status in (NA, SKIPPED) for row in result.rows for c in row.cells.values()):
+        raise NothingChecked("no detector could run on any row here: nothing was checked")
     raise SystemExit(1 if problems else 0)

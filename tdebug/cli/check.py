@@ -13,8 +13,20 @@ import click
 from ..catalogue.files import kernel_files
 from ..check.runner import check_file
 from ..report import Finding, render
+from ..runtime.files import same_file, write_atomic
 from ..runtime.results import JobResult, render_case
-from .common import CouldNotRun, TargetKind, classify_target, could_not_run, exit_code, fresh_seed
+from .common import (
+    SEED,
+    TIMEOUT,
+    CouldNotRun,
+    NothingChecked,
+    TargetKind,
+    classify_target,
+    could_not_run,
+    exit_code,
+    fresh_seed,
+    output_file,
+)
 
 
 def resolve_device(device: str) -> str:
@@ -44,10 +56,10 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
 @click.option("--device", type=click.Choice(["cpu", "cuda", "auto"]), default="cpu", show_default=True,
               help="cpu: the interpreter; cuda: the GPU (guard bands on); auto: cuda when present.")
 @click.option("--quick", is_flag=True, help="Fewer shapes (the spec's quick_shapes).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the results as JSON.")
-@click.option("--seed", type=int, default=None, help="Input seed (default: fresh, printed).")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per case before a hang.")
+@click.option("--seed", type=SEED, default=None, help="Input seed (default: fresh, printed).")
+@click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("-v", "--verbose", is_flag=True, help="Details for passing cases too.")
 def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> None:
     """Check catalogue kernels against their references: every shape x layout x dtype x autotune config.
@@ -60,9 +72,10 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         if classify_target(str(f)) != TargetKind.SPEC:
             raise click.UsageError(f"{f} is not a catalogue file (no SPEC = tdebug.KernelSpec(...))")
     if all_:
-        files += [f for f in kernel_files() if f not in files]
+        files += [f for f in kernel_files() if not any(same_file(f, g) for g in files)]
     if not files:
         raise click.UsageError("nothing to check: give catalogue files or --all")
+    json_file = output_file(json_path, "--json", files)
     device = resolve_device(device)
     seed = fresh_seed() if seed is None else seed
     click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
@@ -103,12 +116,15 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         bad = sum(not c.ok for c in result.cases) + bool(result.fatal)
         click.echo(f"  {'FAIL' if bad else 'ok  '} {result.kernel or path.name}: "
                    f"{len(result.cases) - bad + bool(result.fatal)}/{len(result.cases) or 1} cases")
-    if json_path:
+    if json_file:
         payload = {"seed": seed, "device": device, "elapsed": elapsed,
                    "files": [_result_json(p, r, seed, device) for p, r in results]}
-        Path(json_path).write_text(json.dumps(payload, indent=1, default=str))
+        json_file.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(json_file, json.dumps(payload, indent=1, default=str))
         click.echo(f"wrote {json_path}")
     failed = totals["fail"] > 0 or lint_count > 0
     incomplete = any(r.fatal for _, r in results) | could_not_run((c for _, r in results for c in r.cases),
                                                                   instead="tdebug check FILE --device cuda")
+    if not failed and not incomplete and totals["pass"] == 0:
+        raise NothingChecked("no case ran (every file planned 0 cases): nothing was checked")
     raise SystemExit(exit_code(failed, incomplete))

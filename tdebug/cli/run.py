@@ -9,7 +9,17 @@ import click
 from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
 from ..runtime.harness import run_job
 from ..runtime.results import render_case
-from .common import COULD_NOT_RUN, CouldNotRun, TargetKind, case_options, classify_target, could_not_run, fresh_seed
+from .common import (
+    COULD_NOT_RUN,
+    TIMEOUT,
+    CouldNotRun,
+    NothingChecked,
+    TargetKind,
+    case_options,
+    classify_target,
+    could_not_run,
+    fresh_seed,
+)
 
 
 def gpu_available() -> bool:
@@ -40,7 +50,7 @@ def autotune_lines(cases) -> list[str]:
 @click.option("--mode", type=click.Choice(["interpret", "debug"]), default="interpret", show_default=True,
               help="interpret: Triton's CPU interpreter with tdebug's checks; debug: the GPU with TRITON_DEBUG=1.")
 @case_options
-@click.option("--config", "config", type=int, default=None,
+@click.option("--config", "config", type=click.IntRange(min=0), default=None,
               help="Autotuned kernels: run this config (index; default: the first that survives the "
                    "kernel's pruning).")
 @click.option("--break", "breaks", multiple=True, is_flag=False, flag_value="0",
@@ -48,7 +58,7 @@ def autotune_lines(cases) -> list[str]:
                    "a module it imports); repeatable.")
 @click.option("--variant", default=None, help="A kernel's code path, e.g. causal (see the file's SPEC.variants).")
 @click.option("--pid", default=None, help="With --break: only in this program, e.g. 1 or 1,0.")
-@click.option("--timeout", type=float, default=120.0, show_default=True,
+@click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True,
               help="Seconds before a launch is declared hung (off while in the debugger).")
 def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout) -> None:
     """Run TARGET (a catalogue file, or any script: arguments after --) and report.
@@ -59,8 +69,6 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     kind = classify_target(target)
     if mode == "debug" and not gpu_available():
         raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
-    if timeout <= 0:
-        raise click.BadParameter("must be positive", param_hint="--timeout")
     try:
         wanted_pid = parse_pid(pid)
         break_lines = None
@@ -94,8 +102,12 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         raise (click.UsageError if result.fatal_usage else CouldNotRun)(result.fatal)
     if kind == TargetKind.SPEC:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
-    failed = False
+    failed = quit_debugger = False
     for case in result.cases:
+        if case.status == "quit":
+            quit_debugger = True
+            click.echo(f"quit the debugger: {case.label} stopped there, as asked")
+            continue
         if (kind == TargetKind.SCRIPT and case.ok) or case.status in COULD_NOT_RUN:
             continue
         for line in render_case(case):
@@ -106,8 +118,15 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
             click.echo(line, err=True)
     if could_not_run(result.cases, instead=f"tdebug run {target} --mode debug"):
         raise SystemExit(3)
-    if kind == TargetKind.SCRIPT and result.cases:
-        code = result.cases[0].exit_code
-        if failed or code:
-            raise SystemExit(1)  # the script's own exit code is in the report; tdebug's codes mean one thing
-    raise SystemExit(1 if failed else 0)
+    if failed:
+        if kind == TargetKind.SCRIPT:  # the script's own exit code is reported, never passed through
+            code = result.cases[0].exit_code
+            click.echo(f"{target} failed" + (f" (exit code {code})" if code else ""))
+        raise SystemExit(1)
+    if quit_debugger:
+        raise SystemExit(0)
+    if not result.cases:
+        raise NothingChecked(f"{target}: no case ran: nothing was checked")
+    if result.cases[0].launched_nothing:
+        raise NothingChecked(f"{target} launched no Triton kernel: nothing was checked")
+    raise SystemExit(0)

@@ -14,11 +14,24 @@ from ..catalogue.files import bug_files, kernel_files
 from ..catalogue.shapes import SHAPE
 from ..interpreter.versions import triton_viz_problem
 from ..report import render
+from ..runtime.files import write_atomic
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
 from ..sanitize import CHECKS, sanitize_job
 from ..sanitize.sweep import sanitize_script
-from .common import COULD_NOT_RUN, CouldNotRun, TargetKind, classify_target, could_not_run, exit_code, fresh_seed
+from .common import (
+    COULD_NOT_RUN,
+    SEED,
+    TIMEOUT,
+    CouldNotRun,
+    NothingChecked,
+    TargetKind,
+    classify_target,
+    could_not_run,
+    exit_code,
+    fresh_seed,
+    output_file,
+)
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
 
@@ -78,14 +91,14 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
 @click.option("--shape", type=SHAPE, default=None, help="One case of this shape (default: the quick case matrix).")
 @click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(["contiguous", "sliced", "transposed", "offset"]), default="contiguous")
-@click.option("--config", type=int, default=None, help="Autotuned kernels: this config only.")
+@click.option("--config", type=click.IntRange(min=0), default=None, help="Autotuned kernels: this config only.")
 @click.option("--full", is_flag=True, help="The full case matrix of tdebug check, not the quick one.")
-@click.option("--seed", type=int, default=None)
+@click.option("--seed", type=SEED, default=None)
 @click.option("--max-findings", type=click.IntRange(min=0), default=20, show_default=True,
               help="Findings shown per target (0: all).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Write findings as JSON.")
 @click.option("--keep-log", type=click.Path(dir_okay=False), default=None, help="GPU: keep the raw tool log here.")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per case before a hang.")
+@click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 def command(target, script_args, device, tools, engine, checks, shape, dtype, layout, config, full, seed,
             max_findings, json_path, keep_log, timeout) -> None:
     """Sanitize TARGET (a catalogue file or any script; its arguments after --), or with no TARGET the
@@ -106,14 +119,6 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     if engine == "symbolic" and (problem := triton_viz_problem()):
         raise click.UsageError(f"--engine symbolic {problem}")
     seed = fresh_seed() if seed is None else seed
-    use_gpu = False
-    if device in ("auto", "cuda"):
-        ready, why = _gpu_ready()
-        if device == "cuda" and not ready:
-            raise CouldNotRun(f"--device cuda: {why}")
-        use_gpu = ready
-        if device == "auto" and not ready:
-            click.echo(f"tdebug sanitize: {why}; using the interpreter sanitizer on the CPU", err=True)
     targets: list[tuple[str, str]] = []
     if target in ("pytest", "python") and not Path(target).exists():
         if shutil.which(target) is None and target == "python":
@@ -130,9 +135,21 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         targets = [(str(p), TargetKind.SPEC) for p in kernel_files() + bug_files()]
         if not targets:
             raise click.UsageError("no TARGET given and no catalogue found (kernels/, bugs/)")
+    inputs = [path for path, _ in targets if Path(path).is_file()]
+    json_file = output_file(json_path, "--json", inputs)
+    output_file(keep_log, "--keep-log", inputs + ([json_file] if json_file else []))
+    use_gpu = False
+    if device in ("auto", "cuda"):
+        ready, why = _gpu_ready()
+        if device == "cuda" and not ready:
+            raise CouldNotRun(f"--device cuda: {why}")
+        use_gpu = ready
+        if device == "auto" and not ready:
+            click.echo(f"tdebug sanitize: {why}; using the interpreter sanitizer on the CPU", err=True)
     report = []
     rows = []
     any_found = incomplete = False
+    nothing_checked: list[str] = []  # targets that ran no case, or a script that launched no Triton kernel
     for path, kind in targets:
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
                            max_findings=0, engine=engine, argv=list(script_args), single=shape is not None,
@@ -158,6 +175,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         found = bool(counts) or any(c.status != "pass" and c.status not in COULD_NOT_RUN for c in result.cases)
         unchecked = any(c.status in COULD_NOT_RUN for c in result.cases)
         any_found |= found
+        if not found and not unchecked and (not result.cases or any(c.launched_nothing for c in result.cases)):
+            nothing_checked.append(path)
         rows.append((path, counts, elapsed, len(result.cases), found, unchecked))
         if len(targets) == 1:
             _render_result(result, path, max_findings)
@@ -170,15 +189,22 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         click.echo(f"{'file':48s} {'cases':>5s}  {'findings':30s} {'time':>7s}")
         for path, counts, elapsed, n, found, unchecked in rows:
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or (
-                "NOT CHECKED" if unchecked else "clean" if not found else "failed")
+                "NOT CHECKED" if unchecked else "failed" if found else "nothing checked" if path in nothing_checked
+                else "clean")
             click.echo(f"{Path(path).parent.name + '/' + Path(path).name:48s} {n:5d}  {text:30s} {elapsed:6.1f}s")
     else:
         path, counts, elapsed, n, found, unchecked = rows[0]
         verdict = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or (
-            "not checked" if unchecked else "clean" if not found else "failed")
+            "not checked" if unchecked else "failed" if found else "nothing checked" if path in nothing_checked
+            else "clean")
         click.echo(f"tdebug sanitize {path}: {verdict} ({n} case(s), {elapsed:.1f} s, "
                    f"{'compute-sanitizer' if use_gpu else engine + ' engine'}, seed {seed})")
-    if json_path:
-        Path(json_path).write_text(json.dumps({"seed": seed, "gpu": use_gpu, "engine": engine, "targets": report},
-                                              indent=1, default=str))
+    if json_file:
+        json_file.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(json_file, json.dumps({"seed": seed, "gpu": use_gpu, "engine": engine, "targets": report},
+                                           indent=1, default=str))
+    if not any_found and not incomplete and nothing_checked:
+        raise NothingChecked(f"{nothing_checked[0]}" + (f" and {len(nothing_checked) - 1} more"
+                                                         if len(nothing_checked) > 1 else "")
+                             + " launched no Triton kernel: nothing was sanitized")
     raise SystemExit(exit_code(any_found, incomplete))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import socket
 import sys
 from pathlib import Path
@@ -14,12 +13,13 @@ from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS
 from ..interpreter.breakpoints import BreakpointError, parse_pid
 from ..interpreter.versions import triton_viz_problem
-from .common import TargetKind, classify_target
+from ..runtime.files import writable_folder
+from ..viz import outdir
+from .common import SEED, TIMEOUT, TargetKind, classify_target
 
 if TYPE_CHECKING:
     from ..viz.runner import TraceResult
 
-MARKER = ".tdebug-viz"  # in an output directory tdebug viz made: its old pictures may be replaced
 
 
 @click.command("viz")
@@ -30,8 +30,8 @@ MARKER = ".tdebug-viz"  # in an output directory tdebug viz made: its old pictur
 @click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(LAYOUTS), default="contiguous", show_default=True,
               help="Memory layout of the inputs.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Input seed.")
-@click.option("--config", type=int, default=None,
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Input seed.")
+@click.option("--config", type=click.IntRange(min=0), default=None,
               help="Autotuned kernels: this config (default: the one with the smallest tiles).")
 @click.option("--variant", default=None, help="A kernel's code path (see the file's SPEC.variants).")
 @click.option("--pid", default=None, help="Only this program, e.g. 3 or 1,0.")
@@ -40,7 +40,7 @@ MARKER = ".tdebug-viz"  # in an output directory tdebug viz made: its old pictur
 @click.option("--serve", is_flag=True,
               help="Then open triton-viz's own interactive visualizer for the launch on 127.0.0.1.")
 @click.option("--port", type=click.IntRange(1, 65535), default=5001, show_default=True, help="Port for --serve.")
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds allowed for tracing.")
+@click.option("--timeout", type=TIMEOUT, default=300.0, show_default=True, help="Seconds allowed for tracing.")
 def command(target, script_args, shape, dtype, layout, seed, config, variant, pid, out_dir, serve, port,
             timeout) -> None:
     """Draw, for each tensor argument of each launch of TARGET, who touched which element.
@@ -62,8 +62,6 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
     kind = classify_target(target)
     if serve and (problem := triton_viz_problem()):
         raise click.UsageError(f"--serve {problem} (the heatmaps work without it: drop --serve)")
-    if timeout <= 0:
-        raise click.BadParameter("must be positive", param_hint="--timeout")
     try:
         wanted = parse_pid(pid)
     except BreakpointError as e:
@@ -81,14 +79,15 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
     job = {"kind": kind, "target": str(Path(target).resolve()), "argv": list(script_args),
            "shape": list(shape) if shape else None, "dtype": dtype, "layout": layout, "seed": seed,
            "config": config, "variant": variant, "pid": list(wanted) + [0] * (3 - len(wanted)) if wanted else None}
+    folder = _out_folder(Path(out_dir))
     if serve:
-        _serve(job, target, port, timeout, Path(out_dir))
+        _serve(job, target, port, timeout, folder)
         return
     from ..viz.draw import warm_up
     from ..viz.runner import trace
 
     result = trace(job, timeout=timeout, meanwhile=warm_up)
-    code = _report(result, target, Path(out_dir))
+    code = _report(result, target, folder)
     raise SystemExit(code)
 
 
@@ -160,29 +159,39 @@ def _summary(result: TraceResult, target: str) -> list[str]:
 
 
 def _render(result: TraceResult, target: str, out_dir: Path) -> list[Path]:
-    from ..viz.draw import draw_all
-    from ..viz.errors import draw_error, png_name
+    from ..viz.draw import draw_all, png_name
+    from ..viz.errors import draw_error
+    from ..viz.errors import png_name as error_png_name
     from ..viz.html import write_page
 
-    _prepare(out_dir)
-    errors = [(m, draw_error(m, out_dir / png_name(m, i + 1))) for i, m in enumerate(result.errors)]
+    error_names = [error_png_name(m, i + 1) for i, m in enumerate(result.errors)]
+    names = error_names + [png_name(launch, t) for launch in result.launches for t in launch.tensors] + ["viz.html"]
+    try:
+        outdir.prepare(out_dir, names)
+    except (outdir.OutDirError, OSError) as e:
+        raise click.UsageError(f"--out {out_dir}: {e}") from None
+    errors = [(m, draw_error(m, out_dir / name)) for m, name in zip(result.errors, error_names)]
     paths = [png for _, png in errors] + [d.path for d in draw_all(result.launches, out_dir)]
     info = result.info
     title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
     paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target), errors=errors))
+    outdir.record(out_dir, paths)
     return paths
 
 
-def _prepare(out_dir: Path) -> None:
-    """Create the output directory; in one tdebug viz made before, remove the old pictures."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise click.UsageError(f"--out {out_dir}: not a directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    marker = out_dir / MARKER
-    if marker.exists():
-        for old in list(out_dir.glob("launch*_*.png")) + list(out_dir.glob("error*_*.png")) + [out_dir / "viz.html"]:
-            old.unlink(missing_ok=True)
-    marker.write_text("pictures written by tdebug viz; they are replaced on the next run into this directory\n")
+def _out_folder(out: Path) -> Path:
+    """The folder to draw into, checked before any work: --out itself, or a fresh subfolder of it when it
+    holds files tdebug did not write (said on stderr)."""
+    try:
+        folder, note = outdir.choose(out)
+    except (outdir.OutDirError, OSError) as e:
+        raise click.UsageError(str(e)) from None
+    why = writable_folder(folder)
+    if why:
+        raise click.UsageError(f"--out {out}: cannot write there ({why})")
+    if note:
+        click.echo(f"tdebug viz: {note}", err=True)
+    return folder
 
 
 def _port_free(port: int) -> bool:
@@ -200,7 +209,6 @@ def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> 
     if not _port_free(port):
         raise click.UsageError(f"port {port} on 127.0.0.1 is in use: pick another with --port")
     server = Server(job, port)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = server.wait_traced(timeout)
         _show(result, target, out_dir)
@@ -208,12 +216,5 @@ def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> 
                    "from esm.sh, so the browser needs the network)")
         sys.stdout.flush()
         server.wait()
-    except KeyboardInterrupt:
-        click.echo("tdebug viz: stopped the visualizer", err=True)
     finally:
         server.stop()
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt

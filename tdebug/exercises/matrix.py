@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalogue.files import kernel_files, repo_root
+from ..runtime.files import write_atomic
 from .detectors import CAUGHT, ERROR, MISSED, Options, Run, lint_of, run_check, run_sanitizer, story_job
 from .workspace import BugEntry, load_bugs
 
@@ -424,6 +425,6 @@ def to_text(matrix: Matrix) -> str:
 
 def write_markdown(matrix: Matrix, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_markdown(matrix))
+    write_atomic(path, to_markdown(matrix))
     return path
 

@@ -13,15 +13,19 @@ last copy started ("last_started").
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
+import fcntl
 import json
 import os
-import shutil
+import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalogue.files import repo_root
+from ..runtime.files import FILE_MODE, write_atomic
 
 GPU_DETECTORS = ("bench", "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard")
 SANITIZE_KINDS = ("bounds", "uninit", "race", "unwritten", "assert", "overflow", "nan")
@@ -259,11 +263,40 @@ def default_workspace(root: Path | None = None) -> Path:
 
 
 class Workspace:
-    """The user's copies of the bugs and what tdebug remembers about them (.state.json)."""
+    """The user's copies of the bugs and what tdebug remembers about them (.state.json).
 
-    def __init__(self, path: Path | None = None) -> None:
+    It never lies in the catalogue (bugs/, kernels/): a copy there would be the catalogue's own file.
+    start, reset and check hold its lock (.lock), so that two of them never interleave; a reset keeps
+    the user's version under a name no other reset can take, before the pristine copy replaces it."""
+
+    def __init__(self, path: Path | None = None, root: Path | None = None) -> None:
         self.path = (path or default_workspace()).resolve()
         self.state_path = self.path / ".state.json"
+        root = (root or repo_root()).resolve()
+        for catalogue in (root / "bugs", root / "kernels"):
+            if self.path == catalogue or catalogue in self.path.parents:
+                raise ExerciseError(f"workspace {self.path} is in the catalogue ({catalogue}): its copies would "
+                                    "replace the catalogue's files; use another folder")
+
+    @contextlib.contextmanager
+    def lock(self, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+        """Hold the workspace's lock (waiting for another tdebug bugs start/reset/check to finish)."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path / ".lock", "a")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise ExerciseError(f"workspace {self.path}: cannot write there ({e.strerror})") from None
+        with handle as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     def copy_path(self, bug: BugEntry) -> Path:
         return self.path / bug.name
@@ -282,10 +315,11 @@ class Workspace:
         return state
 
     def save_state(self, state: dict) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
-        tmp.replace(self.state_path)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.state_path, json.dumps(state, indent=2, sort_keys=True) + "\n")
+        except OSError as e:
+            raise ExerciseError(f"workspace {self.path}: cannot write there ({e.strerror})") from None
 
     def _entry(self, state: dict, bug: BugEntry) -> dict:
         return state["bugs"].setdefault(bug.key, {"hints": 0, "status": "not started"})
@@ -324,11 +358,8 @@ class Workspace:
     def start(self, bug: BugEntry) -> tuple[Path, bool]:
         """Copy the bug into the workspace; an existing copy is never overwritten. (path, created)."""
         dest = self.copy_path(bug)
-        created = False
-        if not dest.exists():
-            self.path.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(bug.path, dest)
-            created = True
+        self.path.mkdir(parents=True, exist_ok=True)
+        created = _create(dest, bug.path.read_bytes())
         state = self.load_state()
         entry = self._entry(state, bug)
         if entry.get("status", "not started") == "not started":
@@ -344,22 +375,49 @@ class Workspace:
         return dest
 
     def reset(self, bug: BugEntry) -> tuple[Path, Path | None]:
-        """Restore a pristine copy; the user's version is kept as NN_...py.bak-<timestamp>. (path, backup)."""
+        """Restore a pristine copy; the user's version is kept as NN_...py.bak-<timestamp>[-N]. (path, backup).
+        The version is linked under its backup name first, then the pristine copy is renamed over the
+        copy: at every moment the user's edit is in one file or the other."""
         dest = self.copy_path(bug)
-        backup = None
-        if dest.exists():
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            backup = dest.with_name(f"{dest.name}.bak-{stamp}")
-            n = 1
-            while backup.exists():
-                n += 1
-                backup = dest.with_name(f"{dest.name}.bak-{stamp}-{n}")
-            dest.replace(backup)
         self.path.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(bug.path, dest)
+        backup = _keep(dest) if dest.exists() else None
+        write_atomic(dest, bug.path.read_bytes())
         state = self.load_state()
         entry = self._entry(state, bug)
         entry["status"] = "started"
         state["last_started"] = str(dest)
         self.save_state(state)
         return dest, backup
+
+
+def _create(path: Path, data: bytes) -> bool:
+    """Write a new file at `path`, never over an existing one (whoever made it: the user, a concurrent run)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, FILE_MODE)
+        os.link(tmp, path)  # fails if path exists: no check-then-write race
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+
+
+def _keep(path: Path) -> Path:
+    """A backup of `path` under a name no one else holds (.bak-<time>, .bak-<time>-2, ...): a hard link,
+    created only if the name is free; a copy made the same way where links are not supported."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while True:
+        backup = path.with_name(f"{path.name}.bak-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            os.link(path, backup)
+            return backup
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links on this file system
+            if _create(backup, path.read_bytes()):
+                return backup
+        n += 1

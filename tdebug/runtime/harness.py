@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..report import Finding
+from . import processes
 from .results import CaseResult, ChildLog, JobResult
 
 MODE_ENV = {
@@ -26,6 +27,8 @@ MODE_ENV = {
     "debug": {"TRITON_DEBUG": "1"},
     "gpu": {},
 }
+EXIT_WAIT = 10.0  # seconds a child gets to exit after its last event before its group is ended
+IMPORT_WAIT = 300.0  # seconds tdebug's own imports (torch, Triton) may take in a child, whatever --timeout says
 
 
 def _signal_name(code: int) -> str:
@@ -74,18 +77,28 @@ def _drain(stream, parts: list[str], echo) -> None:
 class _Child:
     def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
                  wrapper: list[str] | None, tee: bool = False) -> None:
-        self.job_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-        json.dump(job, self.job_file)
-        self.job_file.close()
+        fd, self.job_path = tempfile.mkstemp(prefix="tdebug-job-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(job, f)
         read_fd, write_fd = os.pipe()
         env = child_env(mode, env_extra)
         env["TDEBUG_RESULT_FD"] = str(write_fd)
-        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_file.name]
+        if not wrapper:  # the child dies with us (tdebug.child); under a wrapper its parent is the wrapper
+            env["TDEBUG_PARENT_PID"] = str(os.getpid())
+        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_path]
         out = subprocess.PIPE if capture else None
-        self.proc = subprocess.Popen(
-            cmd, env=env, pass_fds=(write_fd,), stdin=None if interactive else subprocess.DEVNULL,
-            stdout=out, stderr=out, start_new_session=not interactive)
-        os.close(write_fd)
+        # A script reads our standard input; a catalogue file's cases read nothing.
+        stdin = None if interactive or job.get("kind") == "script" else subprocess.DEVNULL
+        try:
+            self.proc = processes.start(cmd, interactive=interactive, temp=[self.job_path], env=env,
+                                        pass_fds=(write_fd,), stdin=stdin, stdout=out, stderr=out)
+        except BaseException:
+            os.close(read_fd)
+            os.unlink(self.job_path)
+            raise
+        finally:
+            os.close(write_fd)
+        self.interactive = interactive
         # A raw fd and our own line buffer: a buffered reader could hold a whole event in its buffer
         # while select() on the empty pipe waits for the deadline.
         self.read_fd = read_fd
@@ -95,6 +108,7 @@ class _Child:
         self.captured = ""
         self.stdout = ""
         self.stderr = ""
+        self.ended = False  # True when the harness had to end the process (a hang, or it would not exit)
         self._parts: tuple[list[str], list[str]] = ([], [])
         self._threads: list[threading.Thread] = []
         if capture:
@@ -120,21 +134,25 @@ class _Child:
             self.pending += data
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            self.proc.kill()
+        """End the child's whole process group (it hung, or tdebug is stopping)."""
+        self.ended = True
+        processes.end(self.proc)
 
-    def finish(self) -> int:
-        code = self.proc.wait()
-        for thread in self._threads:
-            thread.join(timeout=30)
+    def finish(self, exit_wait: float | None = EXIT_WAIT) -> int:
+        """Reap the child (ending its group if it does not exit within exit_wait seconds), collect what it
+        printed, remove its job file; its exit code."""
+        try:
+            if processes.reap(self.proc, exit_wait) is None:
+                self.ended = True
+        finally:
+            for thread in self._threads:
+                thread.join(timeout=5)
+            self.sel.close()
+            os.close(self.read_fd)
+            processes.remove([Path(self.job_path)])
         self.stdout, self.stderr = "".join(self._parts[0]), "".join(self._parts[1])
         self.captured = self.stdout + self.stderr
-        self.sel.close()
-        os.close(self.read_fd)
-        os.unlink(self.job_file.name)
-        return code
+        return self.proc.returncode
 
 
 def _case_from_event(ev: dict) -> CaseResult:
@@ -144,7 +162,8 @@ def _case_from_event(ev: dict) -> CaseResult:
         comparisons=ev.get("comparisons", []), time=ev.get("time", 0.0), cpu_time=ev.get("cpu_time", 0.0),
         error=ev.get("error", ""),
         launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"),
-        localisation=ev.get("localisation", []))
+        localisation=ev.get("localisation", []),
+        launch_count=ev.get("launch_count") if ev.get("launches_known") else None)
 
 
 def crash_hint(target: str, label: str, mode: str, argv: list[str] | None = None) -> str:
@@ -156,6 +175,19 @@ def crash_hint(target: str, label: str, mode: str, argv: list[str] | None = None
         return ("a crash in the interpreter is almost always an out-of-bounds store or load (a missing "
                 f"mask on a ragged edge); next: tdebug sanitize {target}{args}")
     return f"the process died on the GPU; next: tdebug sanitize {target}{args} --tool memcheck"
+
+
+def _death(job: dict, code: int, label: str, mode: str, launched: bool) -> tuple[str, str]:
+    """(status, message) for a child that died with a case in flight: a launch's crash only when one ran."""
+    target = job.get("target", "")
+    if job.get("kind") == "script":
+        if code >= 0:
+            return "fail", (f"the script exited with code {code} before tdebug could read its results "
+                            "(os._exit, or a crash in native code)")
+        if not launched:
+            return "crash", f"the script died ({_signal_name(code)}) before it launched any Triton kernel"
+    what = _signal_name(code) if code < 0 else f"exit code {code}"
+    return "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode, job.get('argv'))}"
 
 
 def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
@@ -173,18 +205,24 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
     result = JobResult()
     start = 0
     target = job.get("target", "")
+    exit_wait = EXIT_WAIT if timeout is None else min(timeout, EXIT_WAIT)
     while True:
         child = _Child({**job, "start": start}, mode, interactive, capture, env_extra, wrapper, tee)
         in_flight: int | None = None
+        launched = False  # a Triton launch had started in the case in flight
         context_lost: int | None = None
-        started_at = 0.0
+        ready = False  # the child has imported tdebug, torch and Triton: from here on --timeout applies
+        last_event = time.monotonic()
         done = False
         hung = False
+        if interactive:
+            processes.debugger.set()  # Ctrl-C belongs to the debugger in the foreground
         try:
             while True:
-                deadline = None if (timeout is None or in_flight is None) else started_at + timeout
-                if in_flight is None and timeout is not None:
-                    deadline = time.monotonic() + max(timeout, 300.0)  # import + planning
+                if timeout is None:
+                    deadline = None
+                else:  # a case, or importing the target and planning, gets --timeout
+                    deadline = last_event + (timeout if ready else max(timeout, IMPORT_WAIT))
                 try:
                     ev = child.next_event(deadline)
                 except TimeoutError:
@@ -194,12 +232,17 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 if ev is None:
                     break
                 kind = ev["event"]
+                if kind != "launch":  # a launch is part of its case: the case's deadline stands
+                    last_event = time.monotonic()
+                ready = True
                 if kind == "plan":
                     result.kernel = ev.get("kernel", "")
                     result.labels = ev.get("labels", [])
                     result.lint = [Finding.from_dict(f) for f in ev.get("lint", [])]
                 elif kind == "start":
-                    in_flight, started_at = ev["index"], time.monotonic()
+                    in_flight, launched = ev["index"], False
+                elif kind == "launch":
+                    launched = True
                 elif kind == "result":
                     result.cases.append(_case_from_event(ev))
                     in_flight = None
@@ -211,13 +254,17 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                     result.fatal, result.fatal_usage = ev["message"], ev.get("usage", False)
                 if on_event is not None:
                     on_event(kind, ev)
+        except BaseException:
+            child.kill()  # Ctrl-C, SIGTERM, a broken event: the child's whole group goes too
+            raise
         finally:
-            code = child.finish()
+            processes.debugger.clear()
+            code = child.finish(exit_wait)
         if result.cases and child.captured:
             result.cases[-1].stderr = child.captured
         if capture:
             result.logs.append(ChildLog(start, child.stdout, child.stderr, code))
-        if (done and code >= 0) or result.fatal:
+        if (done and (code >= 0 or child.ended)) or result.fatal:
             return result
         if done:
             # Everything was reported, then the process died (heap corruption found at exit, say).
@@ -241,21 +288,22 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
             if not result.labels:
                 result.fatal = (child.captured.strip().splitlines() or [f"the worker exited with code {code}"])[-1]
                 if hung:
-                    result.fatal = "timed out while importing the target"
+                    result.fatal = f"timed out after {timeout:.0f} s importing the target (raise --timeout)"
                 return result
             if start + len(result.cases) >= len(result.labels):
                 return result
             in_flight = result.cases[-1].index + 1 if result.cases else start
         label = result.labels[in_flight] if in_flight < len(result.labels) else target
-        if hung:
+        if hung and job.get("kind") == "script" and not launched:
+            status, message = "hang", (f"no result after {timeout:.0f} s: the script did not finish, and it had "
+                                       "launched no Triton kernel (raise --timeout if it is just slow)")
+        elif hung:
             status, message = "hang", (
                 f"no result after {timeout:.0f} s: the kernel loops forever (a data-dependent bound), is very "
                 "slow (raise --timeout), or corrupted memory and deadlocked; next: tdebug sanitize "
                 f"{target}" + (" -- " + " ".join(job["argv"]) if job.get("argv") else ""))
         else:
-            what = _signal_name(code) if code < 0 else f"exit code {code}"
-            hint = crash_hint(target, label, mode, job.get("argv"))
-            status, message = "crash", f"the launch crashed the process ({what}); {hint}"
+            status, message = _death(job, code, label, mode, launched)
         case = CaseResult(index=in_flight, label=label, status=status, error=message,
                           findings=[Finding(check=status, message=message)], exit_code=code,
                           stderr=child.captured)

@@ -12,7 +12,8 @@ from ..report import Finding, render
 class CaseResult:
     index: int
     label: str
-    status: str  # pass, fail, error, assert, overflow, crash, hang, unsupported (could not run)
+    status: str  # pass, fail, error, assert, overflow, crash, hang, unsupported/internal (could not run),
+                 # quit (the person quit the debugger)
     findings: list[Finding] = field(default_factory=list)
     comparisons: list[dict] = field(default_factory=list)
     time: float = 0.0
@@ -23,10 +24,16 @@ class CaseResult:
     exit_code: int | None = None
     stderr: str = ""
     localisation: list[dict] = field(default_factory=list)  # per wrong output: runtime.localise.Localisation
+    launch_count: int | None = None  # a script's Triton launches; None where they cannot be seen (GPU modes)
 
     @property
     def ok(self) -> bool:
         return self.status == "pass"
+
+    @property
+    def launched_nothing(self) -> bool:
+        """A script that ran to its end without one Triton launch: nothing was checked."""
+        return self.launch_count == 0
 
 
 @dataclass

@@ -8,6 +8,7 @@ child for the rest.
 
 from __future__ import annotations
 
+import bdb
 import json
 import os
 import runpy
@@ -44,6 +45,11 @@ def root_cause(exc: BaseException) -> BaseException:
         exc = exc.__cause__
         seen += 1
     return exc
+
+
+def quit_debugger(exc: BaseException) -> bool:
+    """The person quit the debugger (`q`, or end of input at its prompt): the run ends as asked."""
+    return isinstance(root_cause(exc), bdb.BdbQuit)
 
 
 def exception_finding(exc: BaseException) -> Finding:
@@ -168,6 +174,9 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     except BaseException as exc:  # noqa: BLE001 - reported, never swallowed
         if isinstance(exc, KeyboardInterrupt):
             raise
+        if quit_debugger(exc):
+            result.update(status="quit", time=time.perf_counter() - started)
+            return result
         finding = exception_finding(exc)
         result["findings"].append(finding.to_dict())
         result["status"] = EXCEPTION_STATUS.get(finding.check, "error")
@@ -265,6 +274,38 @@ def run_spec_job(job: dict, channel: Channel, target, sanitizer, lint: Callable[
         channel.send("result", index=index, **result)
         if result.get("context_lost"):
             _leave()
+        if result["status"] == "quit":
+            return
+
+
+class _LaunchEvents(list):
+    """STATE.launches while a script runs: tells the parent when the first Triton launch starts, so that
+    a crash after it is told as a launch's crash, and one before it is not."""
+
+    def __init__(self, channel: Channel) -> None:
+        super().__init__()
+        self.channel = channel
+
+    def append(self, record) -> None:
+        if not self:
+            self.channel.send("launch", kernel=getattr(record, "kernel", ""))
+        super().append(record)
+
+
+def _script_exit(exc: SystemExit, result: dict) -> int:
+    """The exit code of a script's sys.exit(...); a non-zero one is the script's failure, told with its line."""
+    code = exc.code
+    if code is None or code == 0:
+        return 0
+    if isinstance(code, int):
+        message = f"the script exited with code {code}"
+    else:  # sys.exit("message"): Python prints the message and exits 1
+        print(code, file=sys.stderr)
+        message, code = f"the script exited: {code}", 1
+    where = exception_finding(exc)
+    result["findings"].append(Finding(check="exit", message=message, file=where.file, line=where.line).to_dict())
+    result["error"] = message
+    return code
 
 
 def autotuned_launches(records) -> list[dict]:
@@ -283,6 +324,9 @@ def autotuned_launches(records) -> list[dict]:
 
 
 def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
+    """Run a script as __main__ (its arguments in job["argv"]); its exit code, exception and launches reported."""
+    from ..interpreter.patches import STATE
+
     target = job["target"]
     channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name], lint=[])
     channel.send("start", index=0)
@@ -290,10 +334,10 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
     sys.path.insert(0, str(Path(target).parent))
     started = time.perf_counter()
     result: dict = {"label": Path(target).name, "findings": [], "comparisons": []}
-    from ..interpreter.patches import STATE
-
     STATE.config_index, STATE.config_rank = job.get("config"), job.get("config_rank", 0)
-    STATE.launches.clear()
+    # Launches are seen where tdebug's interpreter patches run them (not under triton-viz's own launch path).
+    result["launches_known"] = STATE.installed and getattr(sanitizer, "computes_outputs", True)
+    STATE.launches = _LaunchEvents(channel)
     if sanitizer is not None:
         sanitizer.begin_case()
     exit_code = 0
@@ -301,16 +345,19 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         with poisoned_empty() if sanitizer is not None else _null():
             runpy.run_path(target, run_name="__main__")
     except SystemExit as exc:
-        exit_code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        exit_code = _script_exit(exc, result)
     except BaseException as exc:  # noqa: BLE001 - reported
         if isinstance(exc, KeyboardInterrupt):
             raise
-        finding = exception_finding(exc)
-        result["findings"].append(finding.to_dict())
-        result["error"] = finding.message
-        exit_code = 1
-        if cuda_context_lost(exc):
-            result["context_lost"] = True
+        if quit_debugger(exc):
+            result["status"] = "quit"
+        else:
+            finding = exception_finding(exc)
+            result["findings"].append(finding.to_dict())
+            result["error"] = finding.message
+            exit_code = 1
+            if cuda_context_lost(exc):
+                result["context_lost"] = True
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
     faults = take_faults()
@@ -320,9 +367,12 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         result["error"] = internal.message
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
+    result["launch_count"] = len(STATE.launches)
     result["launches"] = autotuned_launches(STATE.launches)
     checks = {f["check"] for f in result["findings"]}
-    if "internal" in checks:
+    if result.get("status") == "quit":
+        pass
+    elif "internal" in checks:
         result["status"] = "internal"
     elif "unsupported" in checks:
         result["status"] = "unsupported"

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..report import Finding, merge
+from ..runtime.files import write_atomic
 from ..runtime.harness import run_job
 from ..runtime.results import CaseResult, ChildLog, JobResult
 
@@ -535,7 +536,7 @@ def sanitize_on_gpu(job: dict, tools: Sequence[str], keep_log: str | None, timeo
         if keep_log:
             path = log_path(keep_log, tool, len(names))
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(run.log)
+            write_atomic(path, run.log)
         if run.result.fatal:
             break
     return combine(runs)

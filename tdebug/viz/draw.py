@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime.files import atomic_file
 from . import palette
 from .model import LaunchMap, TensorMap, mosaic, mosaic_shape
 
@@ -143,7 +144,8 @@ def draw_tensor(launch: LaunchMap, t: TensorMap, path: Path) -> Drawn:
     _program_legend(fig, axes["programs"], side("programs"), launch, t)
     _problem_legend(axes["problems"], t)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI)
+    with atomic_file(path) as f:  # a run cut short leaves no torn PNG
+        fig.savefig(f, dpi=DPI, format="png")
     h = fig.canvas.get_width_height()[1]
     boxes = {}
     for key, ax in axes.items():

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime.files import write_atomic
 from . import palette
 from .draw import PANELS, panel_images, title_lines
 from .errors import ErrorMap
@@ -166,7 +167,7 @@ def render_page(launches: list[LaunchMap], title: str, subtitle: str = "",
 def write_page(launches: list[LaunchMap], path: Path, title: str, subtitle: str = "",
                errors: list[tuple[ErrorMap, Path]] = ()) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_page(launches, title, subtitle, errors), encoding="utf-8")
+    write_atomic(path, render_page(launches, title, subtitle, errors))
     return path
 
 

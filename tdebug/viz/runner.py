@@ -8,7 +8,6 @@ dies mid-way (a segfault, a timeout) still leaves the launches before it to draw
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..runtime import processes
 from ..runtime.harness import child_env
 from .errors import ErrorMap, load_error_maps
 from .model import LaunchMap, load_launches
@@ -67,24 +67,30 @@ def trace(job: dict, timeout: float = 300.0, meanwhile: Callable[[], None] | Non
     workdir = Path(tempfile.mkdtemp(prefix="tdebug-viz-"))
     try:
         job = {**job, "out": str(workdir / "maps"), "serve": None}
-        proc = subprocess.Popen(_command(_job_file(job, workdir)), env=child_env("interpret"),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = processes.start(_command(_job_file(job, workdir)), temp=[workdir], env=child_env("interpret"),
+                               stdin=_stdin(job), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         result = TraceResult()
         started = time.monotonic()
-        if meanwhile is not None:
-            meanwhile()
         try:
+            if meanwhile is not None:
+                meanwhile()
             out, _ = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - started)))
         except subprocess.TimeoutExpired:
-            _kill(proc)
+            processes.end(proc)
             out, _ = proc.communicate()
             result.timed_out = True
+        finally:
+            processes.end(proc)  # done: what it started and left running; Ctrl-C: all of it
         result.output = (out or b"").decode(errors="replace")
         result.exit_code = proc.returncode
         return _collect(result, workdir / "maps")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _stdin(job: dict) -> int | None:
+    """A script reads our standard input; a catalogue file's case reads nothing."""
+    return None if job.get("kind") == "script" else subprocess.DEVNULL
 
 
 def _collect(result: TraceResult, maps: Path) -> TraceResult:
@@ -97,13 +103,6 @@ def _collect(result: TraceResult, maps: Path) -> TraceResult:
     return result
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
 class Server:
     """A child that traces, then serves triton-viz's visualizer on 127.0.0.1:port until stopped."""
 
@@ -111,8 +110,8 @@ class Server:
         self.workdir = Path(tempfile.mkdtemp(prefix="tdebug-viz-"))
         self.maps = self.workdir / "maps"
         job = {**job, "out": str(self.maps), "serve": {"port": port}}
-        self.proc = subprocess.Popen(_command(_job_file(job, self.workdir)), env=child_env("interpret"),
-                                     stdin=subprocess.DEVNULL)
+        self.proc = processes.start(_command(_job_file(job, self.workdir)), temp=[self.workdir],
+                                    env=child_env("interpret"), stdin=_stdin(job))
 
     def wait_traced(self, timeout: float) -> TraceResult:
         """Block until the launches are traced (the server is then starting) or the child dies."""
@@ -134,11 +133,5 @@ class Server:
         return self.proc.wait()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        processes.end(self.proc, grace=5.0)  # the server's whole group: SIGTERM, then SIGKILL after 5 s
         shutil.rmtree(self.workdir, ignore_errors=True)

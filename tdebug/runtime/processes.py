@@ -1,0 +1,93 @@
+"""Child processes tdebug starts: each leads its own process group and is recorded while it lives, and
+its whole group is ended (when done, at a timeout, on Ctrl-C or SIGTERM), so tdebug leaves none behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+GRACE = 0.5  # seconds a group gets between SIGTERM and SIGKILL
+
+_LIVE: dict[subprocess.Popen, tuple[Path, ...]] = {}  # each live child and the temporary files it was given
+_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+debugger = threading.Event()  # set while an interactive child (the debugger) owns the terminal and Ctrl-C
+
+
+def start(cmd: list[str], interactive: bool = False, temp: Iterable[Path | str] = (),
+          **popen_args) -> subprocess.Popen:
+    """Popen in a new session (an interactive child stays in ours, for the terminal), recorded until
+    ended; temp: files or folders made for it, removed by stop_all (the caller removes them otherwise)."""
+    with _LOCK:
+        if _STOPPING.is_set():  # tdebug is stopping: no new child (a thread of bugs matrix, say)
+            raise KeyboardInterrupt
+        proc = subprocess.Popen(cmd, start_new_session=not interactive, **popen_args)
+        _LIVE[proc] = tuple(Path(p) for p in temp)
+    return proc
+
+
+def _signal_group(proc: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(proc.pid, signum)  # the child leads its own group: it and everything it started
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(OSError):
+            proc.send_signal(signum)  # an interactive child shares our group: the child alone
+
+
+def end(procs: subprocess.Popen | Iterable[subprocess.Popen], grace: float = GRACE) -> None:
+    """End each process's whole group (SIGTERM, then SIGKILL after `grace` seconds) and reap it."""
+    procs = [procs] if isinstance(procs, subprocess.Popen) else list(procs)
+    for proc in procs:
+        _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        _signal_group(proc, signal.SIGKILL)  # also whatever its group still holds after the leader left
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+        with _LOCK:
+            _LIVE.pop(proc, None)
+
+
+def reap(proc: subprocess.Popen, timeout: float | None) -> int | None:
+    """Wait up to `timeout` seconds for a child that is done, then end its group either way (what it
+    started and left running goes too). Its exit code, or None when it had to be ended."""
+    try:
+        code: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    end(proc)
+    return code
+
+
+def remove(paths: Iterable[Path]) -> None:
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def stop_all() -> None:
+    """Start no more children; end every live one's group and remove its temporary files (Ctrl-C, SIGTERM)."""
+    with _LOCK:
+        _STOPPING.set()
+        live = dict(_LIVE)
+    end(live)
+    for temp in live.values():
+        remove(temp)
+
+
+def resume() -> None:
+    """Allow children again (a new command in the same process, as in tests after a Ctrl-C)."""
+    _STOPPING.clear()
