@@ -41,6 +41,10 @@ def main(argv: list[str]) -> int:
 
         pin_autotune()
     sanitizer = _sanitizer(job)
+    if job.get("limits") and os.environ.get("TRITON_INTERPRET") == "1":
+        from .interpreter import limits
+
+        limits.install(limits.Limits(**job["limits"]))  # after the sanitizer: checked before its shadows
     debugger = None
     try:
         target = None

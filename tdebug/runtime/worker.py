@@ -48,9 +48,12 @@ def root_cause(exc: BaseException) -> BaseException:
 def exception_finding(exc: BaseException) -> Finding:
     """A finding for an exception raised by a launch: device_assert, bad dtype, or anything else."""
     from ..interpreter.frames import library_dirs
+    from ..interpreter.limits import LaunchTooLarge
     from ..interpreter.patches import DeviceAssertError, UnsupportedDtypeError
 
     cause = root_cause(exc)
+    if isinstance(cause, LaunchTooLarge):
+        return Finding(check="not-checked", message=str(cause), kernel=cause.kernel)
     if isinstance(cause, DeviceAssertError):
         what = "int32 overflow" if cause.kind == "overflow" else "device_assert failed"
         return Finding(check=cause.kind, message=f"{what}: {cause.message} ({cause.failed} of {cause.total} lanes)",

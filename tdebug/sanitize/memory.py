@@ -34,7 +34,13 @@ class ArgView:
     storage_bytes: int
     elsize: int
     was_empty: bool = False  # allocated by torch.empty (poisoned): may hold never-written elements
+    home: torch.Tensor | None = None  # the caller's tensor when `tensor` is the interpreter's host copy of it
     _member: np.ndarray | None = None
+
+    @property
+    def home_ptr(self) -> int:
+        """The storage the caller owns: the same across launches, unlike a launch's host copy."""
+        return self.home.untyped_storage().data_ptr() if self.home is not None else self.storage_ptr
 
     @property
     def full_cover(self) -> bool:
@@ -324,7 +330,7 @@ def unwritten_findings(kernel: str, views: list[ArgView], where: tuple[str, int]
     for v in views:
         if not v.was_empty or v.tensor.numel() == 0:
             continue
-        mask = poison_mask(v.tensor)
+        mask = poison_mask(v.home if v.home is not None else v.tensor)  # the caller's tensor: every launch's writes
         n = int(mask.sum())
         if not n:
             continue

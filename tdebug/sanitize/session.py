@@ -59,7 +59,7 @@ class SanitizerSession:
 
         def _init_args_hst(self, args_dev, kwargs):
             args_hst, kwargs_hst = original_init_args(self, args_dev, kwargs)
-            session._begin_launch(self, args_hst, kwargs_hst)
+            session._begin_launch(self, args_hst, kwargs_hst, args_dev, kwargs)
             return args_hst, kwargs_hst
 
         def __call__(self, *args, **kwargs):
@@ -121,20 +121,26 @@ class SanitizerSession:
         builder.create_atomic_cas = create_atomic_cas
 
     # -- launches ------------------------------------------------------------------------------------
-    def _begin_launch(self, executor, args_hst, kwargs_hst) -> None:
+    def _begin_launch(self, executor, args_hst, kwargs_hst, args_dev=(), kwargs_dev=None) -> None:
         import torch
 
         fn = executor.fn
         names = list(executor.arg_names)
         bound = dict(zip(names, args_hst))
         bound.update(kwargs_hst)
+        # The caller's tensors: on a GPU the interpreter runs on host copies of them, made for this launch.
+        homes = dict(zip(names, args_dev))
+        homes.update(kwargs_dev or {})
         views = []
         for name, value in bound.items():
             t = getattr(value, "base", value)  # TensorWrapper
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
+                home = getattr(homes.get(name), "base", homes.get(name))
+                home = home if isinstance(home, torch.Tensor) and home.device != t.device else None
+                home_ptr = home.untyped_storage().data_ptr() if home is not None else storage.data_ptr()
                 views.append(ArgView(name, t, storage.data_ptr(), storage.nbytes(), t.element_size(),
-                                     was_empty=ALLOCATIONS.was_empty(storage.data_ptr())))
+                                     was_empty=ALLOCATIONS.was_empty(home_ptr), home=home))
         kernel = getattr(fn, "__name__", "kernel")
         try:
             where = (inspect.getsourcefile(fn) or "", fn.__code__.co_firstlineno)
@@ -152,7 +158,7 @@ class SanitizerSession:
         for shadow in checker.shadows:
             if shadow.stored:
                 for v in shadow.views:
-                    self.case_stored.setdefault((v.storage_ptr, v.name), (checker.kernel, v, self._where))
+                    self.case_stored.setdefault((v.home_ptr, v.name), (checker.kernel, v, self._where))
 
     def _check(self, kind: str, ptrs, mask) -> np.ndarray | None:
         checker = self.current
