@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "gpu" / "scripts"
-DEFAULT = ["clean_add.py", "oob_read.py", "race_histogram.py", "softmax_rows.py", "autotuned_matmul.py"]
+DEFAULT = ["clean_add.py", "race_histogram.py", "softmax_rows.py", "autotuned_matmul.py", "oob_read.py"]
 
 
 def wall(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
@@ -74,10 +74,16 @@ def main() -> int:
     startup = {
         "python -c pass": median_wall([py, "-c", "pass"], 3)[0],
         "import torch": median_wall([py, "-c", "import torch"], 3)[0],
+        "import torch; torch.cuda.is_available()": median_wall([py, "-c", "import torch; torch.cuda.is_available()"],
+                                                                3)[0],
         "import torch; torch.cuda.init()": median_wall([py, "-c", "import torch; torch.cuda.init()"], 3)[0],
         "import tdebug.cli": median_wall([py, "-c", "import tdebug.cli"], 3)[0],
         "tdebug sanitize --help": median_wall([py, "-m", "tdebug", "sanitize", "--help"], 3)[0],
+        "compute-sanitizer --help": median_wall([cs, "--help"], 3)[0],
+        "compute-sanitizer --tool memcheck python -c pass": median_wall([cs, "--tool", "memcheck", py, "-c", "pass"],
+                                                                        3)[0],
     }
+    print("start-up:", json.dumps({k: round(v, 2) for k, v in startup.items()}), flush=True)
     rows = []
     for name in args.scripts:
         script = Path(name) if Path(name).exists() else SCRIPTS / name
