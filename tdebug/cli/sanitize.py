@@ -24,9 +24,16 @@ ENGINES = ("auto", "tdebug", "compute-sanitizer", "symbolic")
 
 
 def _cuda_visible() -> bool:
-    import torch
+    """A CUDA device is visible to this process (CUDA_VISIBLE_DEVICES honoured), asked of the driver directly:
+    importing torch here would cost the parent seconds that its workers pay again."""
+    import ctypes
 
-    return bool(torch.cuda.is_available())
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
 
 
 def _compute_sanitizer_found() -> bool:

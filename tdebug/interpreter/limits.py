@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .versions import bind, patch
-
 
 @dataclass
 class Limits:
@@ -39,6 +37,8 @@ def install(limits: Limits) -> None:
     """Check every launch against the caps. Install after the sanitizer, so the check runs before its
     shadow memory and the interpreter's host copies are made."""
     from triton.runtime import interpreter
+
+    from .versions import bind, patch
 
     builder = interpreter.interpreter_builder
     current: dict[str, str] = {"kernel": "kernel"}

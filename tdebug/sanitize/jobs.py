@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
-from ..sanitize.session import CHECKS
+from .checks import CHECKS
 
 
 def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int | None = None,

@@ -18,9 +18,8 @@ import numpy as np
 from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.frames import user_frame
 from ..report import Finding, merge
+from .checks import CHECKS
 from .memory import ArgView, LaunchChecker, unwritten_findings
-
-CHECKS = frozenset({"bounds", "uninit", "race", "unwritten", "assert", "overflow"})
 
 
 class SanitizerSession:
