@@ -10,7 +10,7 @@ warm-up run that fills Triton's cache):
   tdebug-cs    tdebug sanitize --device cuda --engine compute-sanitizer    (memcheck + initcheck, at once)
   tdebug       tdebug sanitize --device cuda                               (+ the interpreter pass, at once)
 and, from tdebug's --json, each engine's own wall time inside the tdebug run. Python start-up is measured
-alone (`python -c "import torch"`, `import tdebug.cli`). Writes OUT/gpu-sanitize-bench.json and .md.
+alone (`python -c "import torch"`, `import tdebug.cli`). Writes OUT/gpu-sanitize-bench.json and .md (--name).
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ def main() -> int:
     ap.add_argument("scripts", nargs="*", default=DEFAULT)
     ap.add_argument("--out", default=str(ROOT / "results"))
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--no-startup", action="store_true", help="skip the start-up measurements")
+    ap.add_argument("--name", default="gpu-sanitize-bench", help="OUT/NAME.json and OUT/NAME.md")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from tdebug.sanitize import compute_sanitizer as cs_mod
@@ -71,7 +73,7 @@ def main() -> int:
         print("compute-sanitizer not found", file=sys.stderr)
         return 3
     py = sys.executable
-    startup = {
+    startup = {} if args.no_startup else {
         "python -c pass": median_wall([py, "-c", "pass"], 3)[0],
         "import torch": median_wall([py, "-c", "import torch"], 3)[0],
         "import torch; torch.cuda.is_available()": median_wall([py, "-c", "import torch; torch.cuda.is_available()"],
@@ -108,8 +110,8 @@ def main() -> int:
                          capture_output=True, text=True).stdout.strip()
     data = {"gpu": env, "python": sys.version.split()[0], "reps": args.reps, "startup": startup, "rows": rows,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    (out / "gpu-sanitize-bench.json").write_text(json.dumps(data, indent=1))
-    (out / "gpu-sanitize-bench.md").write_text(to_markdown(data))
+    (out / f"{args.name}.json").write_text(json.dumps(data, indent=1))
+    (out / f"{args.name}.md").write_text(to_markdown(data))
     print(to_markdown(data))
     return 0
 
@@ -131,8 +133,9 @@ def to_markdown(data: dict) -> str:
         lines.append(f"| {r['script']} | {r['python']:.1f} | {r['memcheck']:.1f} | {r['memcheck_tdebug_settings']:.1f} "
                      f"| {r['tdebug_cs']['wall']:.1f} | {r['ratio_cs']:.2f}x | {r['tdebug']['wall']:.1f} | "
                      f"{r['ratio_all']:.2f}x | {inside} |")
-    lines += ["", "Start-up (median of 3):", ""]
-    lines += [f"- `{k}`: {v:.2f} s" for k, v in data["startup"].items()]
+    if data["startup"]:
+        lines += ["", "Start-up (median of 3):", ""]
+        lines += [f"- `{k}`: {v:.2f} s" for k, v in data["startup"].items()]
     return "\n".join(lines) + "\n"
 
 
