@@ -29,6 +29,7 @@ from ..runtime.results import CaseResult, JobResult
 from . import compute_sanitizer as cs_mod
 
 TDEBUG = "tdebug"
+GPU_RUN = "the run on the GPU"  # what the GPU pass itself reports: the script's exception, a crash, a hang
 # Findings that say a run could not go on (not detections): from the interpreter pass they become notes.
 RUN_FAILURES = frozenset({"exception", "crash", "hang", "dtype", "no-kernel", "not-checked"})
 # What the interpreter pass covers that no GPU tool does: said in the note when it could not finish.
@@ -80,12 +81,21 @@ def sanitize_combined(job: dict, tools: Sequence[str], *, interpreter: bool = Tr
     if keep_log:
         cs_mod.write_logs(keep_log, tool_runs)
     runs = [EngineRun(r.tool, r.result, r.seconds) for r in tool_runs] + ([interp] if interp else [])
-    gpu = cs_mod.combine(tool_runs) if tool_runs else None
+    gpu = tag_gpu_run(cs_mod.combine(tool_runs)) if tool_runs else None
     result, notes, coverage = merge_engines(gpu, interp.result if interp else None)
     return Combined(result, runs, notes, coverage, time.perf_counter() - started)
 
 
 # ---- merging ----
+
+def tag_gpu_run(result: JobResult) -> JobResult:
+    """The GPU pass's own findings (the script's exception, a crash) say so: their source is the worker's default."""
+    for case in result.cases:
+        case.findings = [f if f.source == cs_mod.SOURCE or "engines" in f.extra
+                         else Finding(**{**f.__dict__, "extra": {**f.extra, "engines": [GPU_RUN]}})
+                         for f in case.findings]
+    return result
+
 
 def _same_place(a: Finding, b: Finding) -> bool:
     if a.check != b.check or a.line != b.line or not a.file or not b.file:

@@ -14,7 +14,7 @@ from tdebug.cli import cli
 from tdebug.cli.sanitize import plan_engines
 from tdebug.report import Finding
 from tdebug.runtime.results import CaseResult, JobResult
-from tdebug.sanitize.combined import engine_names, merge_engines
+from tdebug.sanitize.combined import engine_names, merge_engines, tag_gpu_run
 
 SCENARIOS = Path(__file__).parent / "data" / "sanitize_scenarios.py"
 KERNEL = "/x/script.py"
@@ -47,6 +47,16 @@ def test_a_finding_both_engines_make_is_shown_once_naming_both():
     assert engine_names(by[("uninit", 14)]) == ["compute-sanitizer initcheck"]
     assert engine_names(by[("race", 20)]) == ["tdebug interpreter"]
     assert case.status == "fail" and notes == [] and coverage == []
+
+
+def test_the_gpu_runs_own_exception_is_not_the_interpreters():
+    boom = Finding(check="exception", message="TypeError: bad call", file=KERNEL, line=8)  # source: the default
+    gpu = tag_gpu_run(job(CaseResult(0, "script.py", "error", [boom], error=boom.message)))
+    interp = job(CaseResult(0, "script.py", "error", [boom]))
+    result, notes, _ = merge_engines(gpu, interp)
+    (f,) = result.cases[0].findings
+    assert engine_names(f) == ["the run on the GPU"]
+    assert result.cases[0].status == "error" and len(notes) == 1
 
 
 def test_interpreter_only_detection_fails_a_case_the_gpu_passed():
