@@ -54,16 +54,17 @@ def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
         if engine == "compute-sanitizer":
             raise click.UsageError("--engine compute-sanitizer needs a GPU (--device auto or cuda)")
         return False, False, ""
+    asked = "--device cuda" if device == "cuda" else f"--engine {engine}"
     gpu = _cuda_visible()
     if not gpu:
         if device == "cuda" or engine == "compute-sanitizer":
-            raise click.UsageError(f"--device {device} --engine {engine}: {NO_GPU}")
+            raise click.UsageError(f"{asked}: {NO_GPU}")
         return False, False, f"tdebug sanitize: {NO_GPU}; using the interpreter sanitizer on the CPU"
     if engine == "tdebug":
         return False, True, ""
     if not _compute_sanitizer_found():
         if engine == "compute-sanitizer" or device == "cuda":
-            raise click.UsageError(f"--device {device} --engine {engine}: {NO_CS}")
+            raise click.UsageError(f"{asked}: {NO_CS}")
         return False, True, f"tdebug sanitize: {NO_CS}; tdebug's interpreter pass only"
     return True, engine == "auto", ""
 
@@ -111,7 +112,7 @@ def _render_result(result: JobResult, target: str, max_findings: int, engines: b
                    "sanitizer; compute-sanitizer: the GPU tools alone; tdebug: the interpreter pass alone; "
                    "symbolic: triton-viz's z3 sanitizer (CPU), for comparison.")
 @click.option("--check", "checks", type=click.Choice(sorted(CHECKS)), multiple=True,
-              help="CPU checks to run (default all).")
+              help="Interpreter checks to run (default all).")
 @click.option("--shape", type=SHAPE, default=None, help="One case of this shape (default: the quick case matrix).")
 @click.option("--dtype", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(["contiguous", "sliced", "transposed", "offset"]), default="contiguous")
