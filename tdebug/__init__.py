@@ -3,12 +3,26 @@
 The public names that catalogue files (kernels/, bugs/) use: KernelSpec, Bug, Case and the input helpers.
 """
 
-from .catalogue.inputs import randint, randn, torch_dtype
-from .catalogue.shapes import edge_sizes
-from .catalogue.spec import Bug, Case, KernelSpec
+from __future__ import annotations
+
+import importlib
 
 __all__ = ["Bug", "Case", "KernelSpec", "edge_sizes", "explain", "randint", "randn", "torch_dtype"]
 __version__ = "0.1.0"
+
+# Loaded on first use, so that the command line (a parent process that only starts workers) never imports torch.
+_HOMES = {"randint": "catalogue.inputs", "randn": "catalogue.inputs", "torch_dtype": "catalogue.inputs",
+          "edge_sizes": "catalogue.shapes", "Bug": "catalogue.spec", "Case": "catalogue.spec",
+          "KernelSpec": "catalogue.spec"}
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tdebug' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 def explain(out, expected, *, rtol: float | None = None, atol: float | None = None, file=None):

@@ -78,6 +78,10 @@ def _run(job: dict, channel: Channel) -> int:
 
         pin_autotune()
     sanitizer = _sanitizer(job)
+    if job.get("limits") and os.environ.get("TRITON_INTERPRET") == "1":
+        from .interpreter import limits
+
+        limits.install(limits.Limits(**job["limits"]))  # after the sanitizer: checked before its shadows
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
     try:

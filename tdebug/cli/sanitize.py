@@ -1,4 +1,5 @@
-"""`tdebug sanitize`: compute-sanitizer on a GPU; on a CPU tdebug's interpreter sanitizer."""
+"""`tdebug sanitize`: on a GPU, compute-sanitizer and tdebug's interpreter pass at once, one merged report; on a
+CPU, tdebug's interpreter sanitizer."""
 
 from __future__ import annotations
 
@@ -34,18 +35,53 @@ from .common import (
 )
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
+ENGINES = ("auto", "tdebug", "compute-sanitizer", "symbolic")
 
 
-def _gpu_ready() -> tuple[bool, str]:
-    import torch
+def _cuda_visible() -> bool:
+    """A CUDA device is visible to this process (CUDA_VISIBLE_DEVICES honoured), asked of the driver directly:
+    importing torch here would cost the parent seconds that its workers pay again."""
+    import ctypes
 
-    if not torch.cuda.is_available():
-        return False, "no CUDA GPU is visible"
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+def _compute_sanitizer_found() -> bool:
     from ..sanitize.compute_sanitizer import find_compute_sanitizer
 
-    if find_compute_sanitizer() is None:
-        return False, "compute-sanitizer was not found (install the CUDA toolkit or put it on PATH)"
-    return True, ""
+    return find_compute_sanitizer() is not None
+
+
+NO_GPU = "no CUDA GPU is visible"
+NO_CS = "compute-sanitizer was not found (install the CUDA toolkit or put it on PATH)"
+
+
+def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
+    """(run compute-sanitizer, run tdebug's interpreter pass on the GPU, a line for stderr or "").
+    On the CPU path (no GPU, --device cpu, or the symbolic engine) both are False: the job runs as before.
+    Raises click.UsageError for what cannot run here."""
+    if device == "cpu" or engine == "symbolic":
+        if engine == "compute-sanitizer":
+            raise click.UsageError("--engine compute-sanitizer needs a GPU (--device auto or cuda)")
+        return False, False, ""
+    asked = "--device cuda" if device == "cuda" else f"--engine {engine}"
+    gpu = _cuda_visible()
+    if not gpu:
+        if device == "cuda" or engine == "compute-sanitizer":
+            raise CouldNotRun(f"{asked}: {NO_GPU}")
+        return False, False, f"tdebug sanitize: {NO_GPU}; using the interpreter sanitizer on the CPU"
+    if engine == "tdebug":
+        return False, True, ""
+    if not _compute_sanitizer_found():
+        if engine == "compute-sanitizer" or device == "cuda":
+            raise CouldNotRun(f"{asked}: {NO_CS}")
+        return False, True, f"tdebug sanitize: {NO_CS}; tdebug's interpreter pass only"
+    return True, engine == "auto", ""
 
 
 def _findings_summary(result: JobResult) -> Counter:
@@ -58,7 +94,9 @@ def _findings_summary(result: JobResult) -> Counter:
     return counts
 
 
-def _render_result(result: JobResult, target: str, max_findings: int) -> None:
+def _render_result(result: JobResult, target: str, max_findings: int, engines: bool = False) -> None:
+    from ..sanitize.combined import engine_names
+
     shown = 0
     seen = set()
     for case in result.cases:
@@ -74,6 +112,8 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
                 click.echo(f"... more findings not shown (--max-findings {max_findings})")
                 return
             click.echo(render(f))
+            if engines:
+                click.echo("  found by " + " and ".join(engine_names(f)))
             shown += 1
 
 
@@ -81,13 +121,15 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
 @click.argument("target", required=False, type=click.Path(dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
-              help="auto: compute-sanitizer when a GPU and the tool are present, else the interpreter sanitizer.")
+              help="auto: the GPU engines when a GPU is present, else the interpreter sanitizer on the CPU.")
 @click.option("--tool", "tools", type=click.Choice(GPU_TOOLS + ("all",)), multiple=True,
               help="GPU tools (default memcheck and initcheck; all adds racecheck and synccheck).")
-@click.option("--engine", type=click.Choice(["tdebug", "symbolic"]), default="tdebug", show_default=True,
-              help="CPU: tdebug's sanitizer, or triton-viz's symbolic (z3) one for comparison.")
+@click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
+              help="auto: on a GPU compute-sanitizer and tdebug's interpreter pass at once, on a CPU tdebug's "
+                   "sanitizer; compute-sanitizer: the GPU tools alone; tdebug: the interpreter pass alone; "
+                   "symbolic: triton-viz's z3 sanitizer (CPU), for comparison.")
 @click.option("--check", "checks", type=click.Choice(sorted(CHECKS)), multiple=True,
-              help="CPU checks to run (default all).")
+              help="Interpreter checks to run (default all).")
 @click.option("--shape", type=SHAPE, default=None, help="One case of this shape (default: the quick case matrix).")
 @click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(["contiguous", "sliced", "transposed", "offset"]), default="contiguous")
@@ -99,14 +141,26 @@ def _render_result(result: JobResult, target: str, max_findings: int) -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Write findings as JSON.")
 @click.option("--keep-log", type=click.Path(dir_okay=False), default=None, help="GPU: keep the raw tool log here.")
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
+@click.option("--max-programs", type=click.IntRange(min=0), default=None,
+              help="Interpreter pass: stop (with a note) at a launch of more programs than this (0: no cap; "
+                   "default on a GPU 16384, on a CPU none).")
+@click.option("--max-mib", type=click.IntRange(min=0), default=None,
+              help="Interpreter pass: stop (with a note) at a launch whose tensor arguments hold more MiB than "
+                   "this (0: no cap; default on a GPU 256, on a CPU none).")
 def command(target, script_args, device, tools, engine, checks, shape, dtype, layout, config, full, seed,
-            max_findings, json_path, keep_log, timeout) -> None:
+            max_findings, json_path, keep_log, timeout, max_programs, max_mib) -> None:
     """Sanitize TARGET (a catalogue file or any script; its arguments after --), or with no TARGET the
-    whole catalogue (kernels/ and bugs/). Exit 0 when clean, 1 when anything is found, 3 when a case
-    could not be checked.
+    whole catalogue (kernels/ and bugs/). Exit 1 when anything is found, 0 when clean, 3 when nothing was
+    found but some part was not checked (the interpreter pass hit a size cap or could not run the script).
+
+    On a GPU (default --engine auto) two engines run at once and one report merges them, each finding naming
+    its engine: compute-sanitizer (memcheck and initcheck; see --tool) on the compiled kernels, and tdebug's
+    interpreter pass over the same script, for what no GPU tool sees (races between programs on global
+    memory, unwritten outputs, device_assert, ...). The interpreter pass is capped (--max-programs,
+    --max-mib): a launch over a cap stops it, and the report says what was not checked.
 
     \b
-    CPU checks: bounds (every address against the elements each tensor view really spans, before the
+    Interpreter checks: bounds (every address against the elements each tensor view really spans, before the
     access), uninit (reads of torch.empty memory nothing wrote), race (two programs touching one
     element, one of them storing, without atomics), unwritten (output elements no program wrote),
     assert (tl.device_assert, live), overflow (int32 offset arithmetic), nan (the op that first made a
@@ -119,6 +173,12 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     if engine == "symbolic" and (problem := triton_viz_problem()):
         raise click.UsageError(f"--engine symbolic {problem}")
     seed = fresh_seed() if seed is None else seed
+    use_tools, gpu_interpreter, line = plan_engines(device, engine)
+    if line:
+        click.echo(line, err=True)
+    use_gpu = use_tools or gpu_interpreter
+    job_engine = "symbolic" if engine == "symbolic" else "tdebug"
+    limits = _limits(max_programs, max_mib, use_gpu)
     targets: list[tuple[str, str]] = []
     if target in ("pytest", "python") and not Path(target).exists():
         if shutil.which(target) is None and target == "python":
@@ -138,34 +198,32 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     inputs = [path for path, _ in targets if Path(path).is_file()]
     json_file = output_file(json_path, "--json", inputs)
     output_file(keep_log, "--keep-log", inputs + ([json_file] if json_file else []))
-    use_gpu = False
-    if device in ("auto", "cuda"):
-        ready, why = _gpu_ready()
-        if device == "cuda" and not ready:
-            raise CouldNotRun(f"--device cuda: {why}")
-        use_gpu = ready
-        if device == "auto" and not ready:
-            click.echo(f"tdebug sanitize: {why}; using the interpreter sanitizer on the CPU", err=True)
+    gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
     report = []
     rows = []
     any_found = incomplete = False
     nothing_checked: list[str] = []  # targets that ran no case, or a script that launched no Triton kernel
     for path, kind in targets:
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
-                           max_findings=0, engine=engine, argv=list(script_args), single=shape is not None,
+                           max_findings=0, engine=job_engine, argv=list(script_args), single=shape is not None,
                            shape=shape, dtype=dtype, layout=layout, config=config)
         started = time.perf_counter()
+        engines: dict[str, float] = {}
+        notes, coverage = [], []
         if use_gpu:
-            from ..sanitize.compute_sanitizer import sanitize_on_gpu
+            from ..sanitize.combined import sanitize_combined
 
-            gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
-            job.pop("sanitize")
-            for plan in (job.get("plan") or {},):
-                plan["device"] = "cuda"
-            result = sanitize_on_gpu(job, gpu_tools, keep_log, timeout)
-        elif kind == TargetKind.SCRIPT and engine == "tdebug":
+            combined = sanitize_combined(job, gpu_tools, interpreter=gpu_interpreter, gpu_tools=use_tools,
+                                         keep_log=keep_log, timeout=timeout, limits=limits)
+            result, notes, coverage = combined.result, combined.notes, combined.coverage
+            engines = {r.engine: round(r.seconds, 2) for r in combined.runs}
+        elif kind == TargetKind.SCRIPT and job_engine == "tdebug":
+            if limits.max_programs or limits.max_bytes:
+                job["limits"] = {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}
             result = sanitize_script(job, timeout, progress=lambda line: click.echo(line, err=True))
         else:
+            if limits.max_programs or limits.max_bytes:
+                job["limits"] = {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}
             result = run_job(job, mode="interpret", timeout=timeout)
         elapsed = time.perf_counter() - started
         if result.fatal:
@@ -173,38 +231,67 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         incomplete |= could_not_run(result.cases, instead=f"tdebug sanitize {path} --device cuda")
         counts = _findings_summary(result)
         found = bool(counts) or any(c.status != "pass" and c.status not in COULD_NOT_RUN for c in result.cases)
-        unchecked = any(c.status in COULD_NOT_RUN for c in result.cases)
+        unchecked = any(c.status in COULD_NOT_RUN for c in result.cases) or (bool(notes) and not found)
         any_found |= found
+        incomplete |= unchecked
         if not found and not unchecked and (not result.cases or any(c.launched_nothing for c in result.cases)):
             nothing_checked.append(path)
         rows.append((path, counts, elapsed, len(result.cases), found, unchecked))
         if len(targets) == 1:
-            _render_result(result, path, max_findings)
+            _render_result(result, path, max_findings, engines=use_gpu)
             for note in result.notes:
                 click.echo(render(note))
-        report.append({"target": path, "seconds": elapsed, "cases": [
-            {"label": c.label, "status": c.status, "error": c.error, "findings": [f.to_dict() for f in c.findings]}
-            for c in result.cases]})
+            for note in coverage:
+                click.echo(f"note: {note}")
+            for note in notes:
+                click.echo(f"NOT CHECKED: {note}")
+        report.append({"target": path, "seconds": elapsed, "engines": engines, "notes": notes,
+                       "coverage": coverage, "cases": [
+                           {"label": c.label, "status": c.status, "error": c.error,
+                            "findings": [f.to_dict() for f in c.findings]} for c in result.cases]})
+    ran = _engines_text(use_tools, gpu_interpreter, gpu_tools, job_engine)
     if len(targets) > 1:
         click.echo(f"{'file':48s} {'cases':>5s}  {'findings':30s} {'time':>7s}")
         for path, counts, elapsed, n, found, unchecked in rows:
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or (
-                "NOT CHECKED" if unchecked else "failed" if found else "nothing checked" if path in nothing_checked
-                else "clean")
+                "NOT fully checked" if unchecked else "failed" if found else "nothing checked"
+                if path in nothing_checked else "clean")
             click.echo(f"{Path(path).parent.name + '/' + Path(path).name:48s} {n:5d}  {text:30s} {elapsed:6.1f}s")
     else:
         path, counts, elapsed, n, found, unchecked = rows[0]
         verdict = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or (
-            "not checked" if unchecked else "failed" if found else "nothing checked" if path in nothing_checked
-            else "clean")
-        click.echo(f"tdebug sanitize {path}: {verdict} ({n} case(s), {elapsed:.1f} s, "
-                   f"{'compute-sanitizer' if use_gpu else engine + ' engine'}, seed {seed})")
+            "no findings, NOT fully checked" if unchecked else "failed" if found else "nothing checked"
+            if path in nothing_checked else "clean")
+        click.echo(f"tdebug sanitize {path}: {verdict} ({n} case(s), {elapsed:.1f} s, {ran}, seed {seed})")
     if json_file:
         json_file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(json_file, json.dumps({"seed": seed, "gpu": use_gpu, "engine": engine, "targets": report},
+        write_atomic(json_file, json.dumps({"seed": seed, "gpu": use_gpu, "engine": ran, "targets": report},
                                            indent=1, default=str))
     if not any_found and not incomplete and nothing_checked:
         raise NothingChecked(f"{nothing_checked[0]}" + (f" and {len(nothing_checked) - 1} more"
                                                          if len(nothing_checked) > 1 else "")
                              + " launched no Triton kernel: nothing was sanitized")
+    if not any_found and any(r["notes"] for r in report):  # a size cap stopped the interpreter pass
+        click.echo("tdebug sanitize: nothing found, but not everything was checked (NOT CHECKED above)", err=True)
     raise SystemExit(exit_code(any_found, incomplete))
+
+
+def _limits(max_programs: int | None, max_mib: int | None, on_gpu: bool):
+    """The interpreter pass's caps: the GPU defaults (a script written for the GPU may launch big grids on
+    big tensors), none on the CPU unless asked."""
+    from ..interpreter.limits import Limits
+    from ..sanitize.combined import DEFAULT_LIMITS
+
+    default = DEFAULT_LIMITS if on_gpu else Limits()
+    programs = default.max_programs if max_programs is None else max_programs
+    max_bytes = default.max_bytes if max_mib is None else max_mib << 20
+    return Limits(programs, max_bytes)
+
+
+def _engines_text(use_tools: bool, interpreter: bool, tools: list[str], job_engine: str) -> str:
+    parts = []
+    if use_tools:
+        parts.append("compute-sanitizer " + "+".join(tools))
+    if interpreter:
+        parts.append("tdebug interpreter on the GPU's tensors")
+    return " and ".join(parts) if parts else f"{job_engine} engine"

@@ -27,8 +27,9 @@ from .detectors import CAUGHT, ERROR, MISSED, Options, Run, lint_of, run_check, 
 from .workspace import BugEntry, load_bugs
 
 DETECTORS = ("check", "lint", "sanitize", "symbolic", "bench",
-             "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard")
-GPU_ONLY_DETECTORS = ("bench", "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard")
+             "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard", "gpu:sanitize")
+GPU_ONLY_DETECTORS = ("bench", "gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:debug", "gpu:guard",
+                      "gpu:sanitize")
 NA, SKIPPED = "n/a", "skipped"
 # Third-party detectors: their false positives on correct kernels are reported, not counted as disagreements.
 ADVISORY = ("symbolic",)
@@ -88,7 +89,7 @@ def unavailable_detectors() -> dict[str, str]:
         from ..sanitize.compute_sanitizer import find_compute_sanitizer
 
         if find_compute_sanitizer() is None:
-            for d in ("gpu:memcheck", "gpu:initcheck", "gpu:racecheck"):
+            for d in ("gpu:memcheck", "gpu:initcheck", "gpu:racecheck", "gpu:sanitize"):
                 out[d] = "compute-sanitizer not found"
         out["bench"] = "not automated in the matrix: compare with tdebug bench FILE and its fixed kernel"
     from ..interpreter.versions import triton_viz_problem
@@ -199,6 +200,14 @@ def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
                        timeout=opts.timeout)
         kinds = tuple(sorted({f.check for c in run.result.cases for f in c.findings if f.source == SOURCE}))
         return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds)
+    if detector == "gpu:sanitize":  # what `tdebug sanitize --device cuda` runs: both engines, merged
+        from ..sanitize.combined import RUN_FAILURES, sanitize_combined
+
+        combined = sanitize_combined(job, ["memcheck", "initcheck"], timeout=opts.timeout)
+        kinds = tuple(sorted({f.check for c in combined.result.cases for f in c.findings
+                              if f.source in ("compute-sanitizer", "tdebug") and f.check not in RUN_FAILURES}))
+        note = combined.notes[0][:200] if combined.notes else ""
+        return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds, note)
     if detector == "gpu:debug":
         from ..sanitize.gpu_debug import run_debug
 
@@ -321,7 +330,7 @@ def cell_text(row: Row, cell: Cell, markdown: bool = False, matrix: Matrix | Non
         word = "clean" if row.kind == "kernel" or (row.bug and row.bug.expects_clean) else "missed"
     if cell.status == CAUGHT and matrix is not None and not_evidence(matrix, row, cell.detector):
         word += "†"
-    kinds = [k for k in cell.kinds if cell.detector == "sanitize" or cell.detector == "symbolic"]
+    kinds = [k for k in cell.kinds if cell.detector in ("sanitize", "symbolic", "gpu:sanitize")]
     text = word + (f" ({', '.join(kinds)})" if kinds else "")
     want = expected(row, cell.detector)
     if markdown and want is not None and want[0] == CAUGHT:
@@ -371,7 +380,8 @@ def to_markdown(matrix: Matrix, root: Path | None = None) -> str:
         "(bounds, uninit, race, unwritten, assert, overflow, nan: where a NaN/Inf that reaches memory was "
         "first made from finite values); `symbolic`: triton-viz's z3 sanitizer; `bench`: "
         "speed against the fixed kernel (GPU); `gpu:*`: compute-sanitizer tools, TRITON_DEBUG asserts and "
-        "guard bands (GPU).",
+        "guard bands (GPU); `gpu:sanitize`: what `tdebug sanitize --device cuda` runs (memcheck, initcheck and "
+        "tdebug's interpreter pass, merged).",
         "",
         "| file | " + " | ".join(matrix.detectors) + " |",
         "|---|" + "---|" * len(matrix.detectors),

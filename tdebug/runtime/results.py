@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..catalogue.compare import Comparison
 from ..report import Finding, render
 
 
@@ -59,10 +58,14 @@ class JobResult:
 
 
 def comparison_line(c: dict) -> str:
+    from ..catalogue.compare import Comparison  # torch: only where a comparison is shown
+
     return Comparison(**{k: v for k, v in c.items() if k in Comparison.__dataclass_fields__}).summary()
 
 
 def render_case(r: CaseResult, verbose: bool = True) -> list[str]:
+    from ..catalogue.compare import Comparison
+
     mark = {"pass": "PASS", "fail": "FAIL"}.get(r.status, r.status.upper())
     config = ""
     for launch in r.launches:

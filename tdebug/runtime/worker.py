@@ -57,6 +57,7 @@ def exception_finding(exc: BaseException) -> Finding:
     run (check "unsupported": the run could not be done), an internal error of tdebug's own (check
     "internal": never the kernel's exception), or anything else."""
     from ..interpreter.frames import library_dirs, raised_in_tdebug
+    from ..interpreter.limits import LaunchTooLarge
     from ..interpreter.patches import DeviceAssertError
     from ..interpreter.unsupported import unsupported_reason
 
@@ -64,6 +65,8 @@ def exception_finding(exc: BaseException) -> Finding:
     reason = unsupported_reason(cause)
     if reason is None and raised_in_tdebug(cause):
         return internal_finding(cause)
+    if isinstance(cause, LaunchTooLarge):
+        return Finding(check="not-checked", message=str(cause), kernel=cause.kernel)
     if isinstance(cause, DeviceAssertError):
         what = "int32 overflow" if cause.kind == "overflow" else "device_assert failed"
         return Finding(check=cause.kind, message=f"{what}: {cause.message} ({cause.failed} of {cause.total} lanes)",

@@ -25,11 +25,11 @@ import shutil
 import subprocess
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..report import Finding, merge
-from ..runtime.files import write_atomic
 from ..runtime.harness import run_job
 from ..runtime.results import CaseResult, ChildLog, JobResult
 
@@ -522,21 +522,28 @@ def log_path(keep_log: str, tool: str, n_tools: int) -> Path:
     return p.with_name(f"{p.stem if p.suffix else p.name}.{tool}{suffix}")
 
 
+def run_tools(job: dict, tools: Sequence[str], cs: str, timeout: float) -> list[ToolRun]:
+    """Each tool's run of the job, all at once: a tool watches its own process, so memcheck and initcheck
+    need not wait for each other (each run pays Python's start-up and CUDA's initialisation)."""
+    with ThreadPoolExecutor(max_workers=max(1, len(tools))) as pool:
+        return list(pool.map(lambda tool: run_tool(job, tool, cs, timeout), tools))
+
+
+def write_logs(keep_log: str, runs: Sequence[ToolRun]) -> None:
+    """Each tool's raw log: keep_log itself for one tool, NAME.TOOL.log for several."""
+    for run in runs:
+        path = log_path(keep_log, run.tool, len(runs))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(run.log)
+
+
 def sanitize_on_gpu(job: dict, tools: Sequence[str], keep_log: str | None, timeout: float) -> JobResult:
-    """Run a worker job (as tdebug/cli/run.py builds it) under each compute-sanitizer tool; findings of all
-    tools merged per case. keep_log: also write each tool's raw log (NAME.TOOL.log when several)."""
+    """Run a worker job (as tdebug/cli/run.py builds it) under each compute-sanitizer tool, at once; findings of
+    all tools merged per case. keep_log: also write each tool's raw log (NAME.TOOL.log when several)."""
     cs = find_compute_sanitizer()
     if cs is None:
         raise FileNotFoundError("compute-sanitizer was not found (install the CUDA toolkit or put it on PATH)")
-    names = expand_tools(tools)
-    runs = []
-    for tool in names:
-        run = run_tool(job, tool, cs, timeout)
-        runs.append(run)
-        if keep_log:
-            path = log_path(keep_log, tool, len(names))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, run.log)
-        if run.result.fatal:
-            break
+    runs = run_tools(job, expand_tools(tools), cs, timeout)
+    if keep_log:
+        write_logs(keep_log, runs)
     return combine(runs)

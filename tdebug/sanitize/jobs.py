@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
-from ..sanitize.session import CHECKS
+from .checks import CHECKS
 from .sweep import sanitize_script
 
 

@@ -36,7 +36,13 @@ class ArgView:
     storage_bytes: int
     elsize: int
     was_empty: bool = False  # allocated by torch.empty (poisoned): may hold never-written elements
+    home: torch.Tensor | None = None  # the caller's tensor when `tensor` is the interpreter's host copy of it
     _member: np.ndarray | None = None
+
+    @property
+    def home_ptr(self) -> int:
+        """The storage the caller owns: the same across launches, unlike a launch's host copy."""
+        return self.home.untyped_storage().data_ptr() if self.home is not None else self.storage_ptr
 
     @property
     def full_cover(self) -> bool:

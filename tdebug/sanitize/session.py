@@ -21,11 +21,10 @@ from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patch
 from ..report import Finding, merge
 from . import live, locks
+from .checks import CHECKS
 from .memory import ArgView, LaunchChecker
 from .nan import NanTracker
 from .unwritten import Evidence, ProbeChecker, probe, unwritten_elements, unwritten_findings
-
-CHECKS = frozenset({"bounds", "uninit", "race", "unwritten", "assert", "overflow", "nan"})
 
 
 class SanitizerSession:
@@ -74,7 +73,9 @@ class SanitizerSession:
             def _init_args_hst(*args, **kwargs):
                 args_hst, kwargs_hst = original(*args, **kwargs)
                 if session.probing is None:
-                    session._begin_launch(bind(original, args, kwargs).arguments["self"], args_hst, kwargs_hst)
+                    call = bind(original, args, kwargs)
+                    session._begin_launch(call.arguments["self"], args_hst, kwargs_hst, call.arguments["args_dev"],
+                                          call.arguments["kwargs"])
                 return args_hst, kwargs_hst
 
             return _init_args_hst
@@ -150,20 +151,26 @@ class SanitizerSession:
         live.install(lambda: session.current)
 
     # -- launches ------------------------------------------------------------------------------------
-    def _begin_launch(self, executor, args_hst, kwargs_hst) -> None:
+    def _begin_launch(self, executor, args_hst, kwargs_hst, args_dev=(), kwargs_dev=None) -> None:
         import torch
 
         fn = executor.fn
         names = list(executor.arg_names)
         bound = dict(zip(names, args_hst))
         bound.update(kwargs_hst)
+        # The caller's tensors: on a GPU the interpreter runs on host copies of them, made for this launch.
+        homes = dict(zip(names, args_dev))
+        homes.update(kwargs_dev or {})
         views = []
         for name, value in bound.items():
             t = getattr(value, "base", value)  # TensorWrapper
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
+                home = getattr(homes.get(name), "base", homes.get(name))
+                home = home if isinstance(home, torch.Tensor) and home.device != t.device else None
+                home_ptr = home.untyped_storage().data_ptr() if home is not None else storage.data_ptr()
                 views.append(ArgView(name, t, storage.data_ptr(), storage.nbytes(), t.element_size(),
-                                     was_empty=ALLOCATIONS.was_empty(storage.data_ptr())))
+                                     was_empty=ALLOCATIONS.was_empty(home_ptr), home=home))
         kernel = getattr(fn, "__name__", "kernel")
         self.current = LaunchChecker(kernel, views, self.checks, order=locks.LockOrder(),
                                      reach=live.PointerReach(views))
@@ -181,7 +188,7 @@ class SanitizerSession:
         for shadow in checker.shadows:
             if shadow.stored:
                 for v in shadow.views:
-                    self.case_stored.setdefault((v.storage_ptr, v.name), v)
+                    self.case_stored.setdefault((v.home_ptr, v.name), v)
         return checker
 
     def _check(self, kind: str, ptrs, mask) -> np.ndarray | None:

@@ -3,7 +3,9 @@
     python tests/gpu/matrix.py [--out DIR] [--jobs N] [--only NAME ...]
 
 Modes: plain (the compiled kernel against its reference, no detector), guard (guard bands), debug
-(TRITON_DEBUG=1), memcheck and initcheck (compute-sanitizer), and racecheck for bugs whose BUG names it.
+(TRITON_DEBUG=1), memcheck and initcheck (compute-sanitizer), racecheck for bugs whose BUG names it, and
+sanitize: what `tdebug sanitize --device cuda` runs (memcheck, initcheck and tdebug's interpreter pass on the
+GPU's tensors, at once, merged).
 A bug file runs its BUG's case (shape, layout, dtype); a fixed kernel runs its default case plus the case of
 every bug that fixes it, so "clean" means clean exactly where the bugs show. Autotuned kernels run config 0
 (or the next config that fits the GPU). Each mode runs over the whole catalogue before the next, N files at
@@ -27,10 +29,12 @@ sys.path.insert(0, str(ROOT))
 from tdebug.catalogue.files import bug_files, kernel_files  # noqa: E402
 from tdebug.catalogue.spec import load_target  # noqa: E402
 from tdebug.runtime.harness import JobResult, run_job  # noqa: E402
+from tdebug.sanitize import CHECKS  # noqa: E402
 from tdebug.sanitize import compute_sanitizer as cs_mod  # noqa: E402
+from tdebug.sanitize.combined import RUN_FAILURES, sanitize_combined  # noqa: E402
 from tdebug.sanitize.gpu_debug import run_debug  # noqa: E402
 
-MODES = ("plain", "guard", "debug", "memcheck", "initcheck", "racecheck")
+MODES = ("plain", "guard", "debug", "memcheck", "initcheck", "racecheck", "sanitize")
 HUGE = 2**26  # a dimension this long (tensors of GBs) runs only under the detectors its BUG names
 TIMEOUT = 300.0
 DETECTORS = ("compute-sanitizer", "guard", "triton-debug")
@@ -79,12 +83,13 @@ def plan(root: Path) -> list[dict]:
 
 def modes_for(entry: dict) -> list[str]:
     if entry["kind"] == "story":  # a script: no guard bands (they wrap catalogue launches)
-        return ["plain", "debug", "memcheck", "initcheck"]
+        return ["plain", "debug", "memcheck", "initcheck", "sanitize"]
     if entry["huge"]:
         return ["debug"] if "debug" in entry["expected"] else list(entry["expected"])
     modes = ["plain", "guard", "debug", "memcheck", "initcheck"]
     if "racecheck" in entry["expected"]:
         modes.append("racecheck")
+    modes.append("sanitize")
     return modes
 
 
@@ -100,6 +105,11 @@ def run_mode(entry: dict, mode: str, cs: str | None) -> dict:
         result = run_job({**job, "guard": True}, mode="gpu", timeout=TIMEOUT, capture=True)
     elif mode == "debug":
         result = run_debug(job, timeout=TIMEOUT, tee=False)
+    elif mode == "sanitize":
+        job = {**job, "sanitize": {"checks": sorted(CHECKS), "max_findings": 0}, "engine": "tdebug"}
+        combined = sanitize_combined(job, ["memcheck", "initcheck"], timeout=TIMEOUT)
+        summary = summarize(combined.result, mode, time.perf_counter() - started)
+        return {**summary, "notes": combined.notes, "engines": {r.engine: round(r.seconds, 2) for r in combined.runs}}
     else:
         if cs is None:
             return {"skipped": "compute-sanitizer not found"}
@@ -115,6 +125,8 @@ def caught(result: JobResult, mode: str) -> bool:
         return any(c.status in ("assert", "overflow") for c in result.cases)
     if mode == "guard":
         return any(f.source == "guard" for f in fs)
+    if mode == "sanitize":
+        return any(f.source in ("compute-sanitizer", "tdebug") and f.check not in RUN_FAILURES for f in fs)
     return any(c.status != "pass" for c in result.cases)
 
 
@@ -128,7 +140,8 @@ def summarize(result: JobResult, mode: str, seconds: float) -> dict:
             "findings": [{"check": f.check, "source": f.source, "tool": f.extra.get("tool", ""),
                           "where": f"{Path(f.file).name}:{f.line}" if f.file else "", "kernel": f.kernel,
                           "tensor": f.tensor, "count": f.count, "message": f.message[:300]} for f in c.findings]})
-    detector = [f for c in result.cases for f in c.findings if f.source in DETECTORS]
+    sources = DETECTORS + (("tdebug",) if mode == "sanitize" else ())
+    detector = [f for c in result.cases for f in c.findings if f.source in sources and f.check not in RUN_FAILURES]
     broken = [c for c in result.cases if c.status in ("assert", "overflow", "crash", "hang", "error")]
     return {"seconds": round(seconds, 2), "fatal": result.fatal, "caught": caught(result, mode),
             "clean": not result.fatal and not detector and not broken,
@@ -173,11 +186,14 @@ def cell(entry: dict, mode: str) -> str:
             text += ", ref. mismatch"
     else:
         checks = sorted({f["check"] for c in r["cases"] for f in c["findings"]
-                         if mode == "plain" or f["source"] != "tdebug"})
+                         if mode == "plain" or (f["source"] != "tdebug" or mode == "sanitize")
+                         and f["check"] not in RUN_FAILURES})
         if mode == "plain":
             text = "/".join(sorted({c["status"] for c in r["cases"]}))
         else:
             text = ("**" + ",".join(checks or ["yes"]) + "**") if r["caught"] else "-"
+    if r.get("notes"):
+        text += ", partly unchecked"
     return f"{text} ({r['seconds']:.1f}s)"
 
 
