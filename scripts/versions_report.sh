@@ -9,13 +9,13 @@
 #   symbolic  tdebug sanitize --engine symbolic (triton-viz): runs, or says in one line (exit 2) it cannot
 # Writes results/versions/VERSION.log (every command's output) and results/versions/summary.md (the table
 # the README's support table is filled from). Slow: ~10-15 minutes per version on 2 cores.
-#   scripts/versions_report.sh [VERSION...]
+#   scripts/versions_report.sh [VERSION...]     (TDEBUG_VERSIONS_OUT=DIR: write there instead)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(3.6.0 3.7.1 3.8.0 3.9.0)
-out=results/versions
+out="${TDEBUG_VERSIONS_OUT:-results/versions}"
 mkdir -p "$out"
 summary="$out/summary.md"
 [ -f "$summary" ] || printf '| Triton | install | tests | sanitize matrix | viz | symbolic / --serve | numpy | date |\n|---|---|---|---|---|---|---|---|\n' > "$summary"
