@@ -168,6 +168,8 @@ def disagreements(matrix: Matrix) -> list[str]:
     for row in matrix.rows:
         if row.kind != "bug" or row.bug is None or row.bug.expects_clean or row.bug.gpu_only:
             continue
+        if any(d not in row.cells for d in DETECTORS if d not in GPU_ONLY_DETECTORS):
+            continue  # a subset of the CPU detectors ran (--detector): the cells above say it all
         ran = [c for d, c in row.cells.items() if d not in GPU_ONLY_DETECTORS and c.status in (CAUGHT, MISSED)
                and not not_evidence(matrix, row, d)]
         if ran and not any(c.status == CAUGHT for c in ran):
