@@ -56,7 +56,8 @@ def test_case_matrix_checks_every_autotune_config_and_layout():
         assert configs == set(range(n_configs))
         layouts = {c.layout for c in cases if c.shape == shape}
         assert layouts == {"contiguous", "sliced", "transposed", "offset"}
-    assert {c.dtype for c in cases} == {"fp32", "fp16"}
+    assert {c.dtype for c in cases} == {"fp32", "fp16", "bf16"}
+    assert {c.layout for c in cases if c.dtype == "bf16"} == {"contiguous"}  # quick CPU plans: bf16 contiguous
 
 
 def test_a_correct_fp16_matmul_passes_the_tolerance_table():
