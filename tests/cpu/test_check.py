@@ -120,7 +120,7 @@ def test_check_cli_passes_on_a_correct_kernel_and_writes_json(tmp_path):
     out = tmp_path / "r.json"
     r = CliRunner().invoke(cli, ["check", str(ROOT / "kernels" / "add.py"), "--quick", "--json", str(out)])
     assert r.exit_code == 0, r.output
-    assert "summary: 12 passed, 0 failed" in r.output
+    assert "summary: 14 passed, 0 failed" in r.output  # 2 quick shapes x (fp32, fp16: 3 layouts; bf16: contiguous)
     data = json.loads(out.read_text())
     assert data["files"][0]["kernel"] == "add" and all(c["status"] == "pass" for c in data["files"][0]["cases"])
 
