@@ -56,7 +56,8 @@ def test_case_matrix_checks_every_autotune_config_and_layout():
         assert configs == set(range(n_configs))
         layouts = {c.layout for c in cases if c.shape == shape}
         assert layouts == {"contiguous", "sliced", "transposed", "offset"}
-    assert {c.dtype for c in cases} == {"fp32", "fp16"}
+    assert {c.dtype for c in cases} == {"fp32", "fp16", "bf16"}
+    assert {c.layout for c in cases if c.dtype == "bf16"} == {"contiguous"}  # quick CPU plans: bf16 contiguous
 
 
 def test_a_correct_fp16_matmul_passes_the_tolerance_table():
@@ -119,7 +120,7 @@ def test_check_cli_passes_on_a_correct_kernel_and_writes_json(tmp_path):
     out = tmp_path / "r.json"
     r = CliRunner().invoke(cli, ["check", str(ROOT / "kernels" / "add.py"), "--quick", "--json", str(out)])
     assert r.exit_code == 0, r.output
-    assert "summary: 12 passed, 0 failed" in r.output
+    assert "summary: 14 passed, 0 failed" in r.output  # 2 quick shapes x (fp32, fp16: 3 layouts; bf16: contiguous)
     data = json.loads(out.read_text())
     assert data["files"][0]["kernel"] == "add" and all(c["status"] == "pass" for c in data["files"][0]["cases"])
 

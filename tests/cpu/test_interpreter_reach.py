@@ -85,7 +85,7 @@ def test_unsupported_is_told_apart_from_the_kernels_own_errors():
 
 def test_real_kernel_constructs_run_clean_and_match_torch():
     # Scalars, libdevice, list/int/4-tuple grids, bf16 bit for bit, bf16 reductions and dots, fp8, bf16 atomics.
-    proc = tdebug("sanitize", "--device", "cpu", str(DATA / "interpreter_reach.py"))
+    proc = tdebug("sanitize", "--device", "cpu", "--timeout", "600", str(DATA / "interpreter_reach.py"))
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     oks = [line for line in proc.stdout.splitlines() if line.endswith(": ok")]
     assert len(oks) == 12, proc.stdout

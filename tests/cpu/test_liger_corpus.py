@@ -45,19 +45,19 @@ def assert_every_op_ok(proc: subprocess.CompletedProcess, ops: list[str]) -> Non
 
 
 def test_every_op_sanitizes_clean_and_matches_its_reference():
-    proc = tdebug("sanitize", "--device", "cpu", str(CORPUS))
+    proc = tdebug("sanitize", "--device", "cpu", "--timeout", "600", str(CORPUS))  # the whole script is one case
     assert_every_op_ok(proc, OPS)
     assert re.search(r"liger_ops\.py: clean \(1 case", proc.stdout), proc.stdout[-2000:]
 
 
 @pytest.mark.slow
 def test_every_op_matches_its_reference_under_run_interpret():
-    assert_every_op_ok(tdebug("run", "--mode", "interpret", str(CORPUS)), OPS)
+    assert_every_op_ok(tdebug("run", "--mode", "interpret", "--timeout", "600", str(CORPUS)), OPS)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("op", OPS)
 def test_op_on_larger_ragged_shapes(op):
-    proc = tdebug("sanitize", "--device", "cpu", str(CORPUS), "--", "--ops", op, "--large")
+    proc = tdebug("sanitize", "--device", "cpu", "--timeout", "600", str(CORPUS), "--", "--ops", op, "--large")
     assert_every_op_ok(proc, [op])
     assert "clean" in proc.stdout
