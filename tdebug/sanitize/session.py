@@ -202,7 +202,8 @@ class SanitizerSession:
         pid = tuple(interpreter_builder.grid_idx)
         gx, gy, gz = interpreter_builder.grid_dim
         linear = pid[0] + gx * (pid[1] + gy * pid[2])
-        checker.order.enter(linear, gx * gy * gz)
+        if checker.order is not None:
+            checker.order.enter(linear, gx * gy * gz)
         frame = user_frame()
         where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("", 0)
         mask_data = None if (mask is None or self._unmasked) else np.asarray(mask.data)
@@ -213,7 +214,7 @@ class SanitizerSession:
             how = f"block-pointer {kind} without boundary_check on dim{'s' if len(unchecked) > 1 else ''} {dims}"
             if len(unchecked) == len(np.shape(mask_data)):
                 mask_data = None
-        if not checker.shadows and not checker.reach.bases.size:
+        if not checker.shadows and (checker.reach is None or not checker.reach.bases.size):
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
         return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how)
 
