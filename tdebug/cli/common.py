@@ -52,9 +52,18 @@ def classify_target(path: str) -> str:
     return TargetKind.SCRIPT
 
 
+def _written_by_tdebug(path: Path) -> bool:
+    """What tdebug writes says so at its start: JSON's "tool", the log's and the Markdown's first lines."""
+    try:
+        with open(path, "rb") as f:
+            return b"tdebug" in f.read(512)
+    except OSError:
+        return False
+
+
 def output_file(path: str | None, option: str, inputs: Iterable[Path | str] = ()) -> Path | None:
     """An output file named by the user, checked before any work: refused (exit 2) when it is one of the
-    inputs, a folder, read-only, or in a place where no file can be written."""
+    inputs, a folder, a file tdebug did not write, read-only, or in a place where no file can be written."""
     if path is None:
         return None
     out = Path(path)
@@ -64,6 +73,9 @@ def output_file(path: str | None, option: str, inputs: Iterable[Path | str] = ()
                                    "name another file")
     if out.is_dir():
         raise click.UsageError(f"{option} {path} is a folder: name a file")
+    if out.is_file() and not _written_by_tdebug(out):
+        raise click.UsageError(f"{option} {path} exists and tdebug did not write it: name a new file "
+                               "(tdebug never overwrites a file of yours)")
     if out.exists() and not os.access(out, os.W_OK):
         raise click.UsageError(f"{option} {path} is read-only")
     why = writable_folder(out.parent)

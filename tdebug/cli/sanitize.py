@@ -169,8 +169,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
                    f"{'compute-sanitizer' if use_gpu else engine + ' engine'}, seed {seed})")
     if json_file:
         json_file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(json_file, json.dumps({"seed": seed, "gpu": use_gpu, "engine": engine, "targets": report},
-                                           indent=1, default=str))
+        payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": engine, "targets": report}
+        write_atomic(json_file, json.dumps(payload, indent=1, default=str))
     if not any_found and unchecked:
         raise NothingChecked(f"{unchecked[0]}" + (f" and {len(unchecked) - 1} more" if len(unchecked) > 1 else "")
                              + " launched no Triton kernel: nothing was sanitized")
