@@ -117,7 +117,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         click.echo(f"  {'FAIL' if bad else 'ok  '} {result.kernel or path.name}: "
                    f"{len(result.cases) - bad + bool(result.fatal)}/{len(result.cases) or 1} cases")
     if json_file:
-        payload = {"seed": seed, "device": device, "elapsed": elapsed,
+        payload = {"tool": "tdebug check", "seed": seed, "device": device, "elapsed": elapsed,
                    "files": [_result_json(p, r, seed, device) for p, r in results]}
         json_file.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(json_file, json.dumps(payload, indent=1, default=str))

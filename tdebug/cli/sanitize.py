@@ -265,8 +265,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         click.echo(f"tdebug sanitize {path}: {verdict} ({n} case(s), {elapsed:.1f} s, {ran}, seed {seed})")
     if json_file:
         json_file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(json_file, json.dumps({"seed": seed, "gpu": use_gpu, "engine": ran, "targets": report},
-                                           indent=1, default=str))
+        payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": ran, "targets": report}
+        write_atomic(json_file, json.dumps(payload, indent=1, default=str))
     if not any_found and not incomplete and nothing_checked:
         raise NothingChecked(f"{nothing_checked[0]}" + (f" and {len(nothing_checked) - 1} more"
                                                          if len(nothing_checked) > 1 else "")

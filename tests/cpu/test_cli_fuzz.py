@@ -45,7 +45,8 @@ class Files:
     folders: dict[str, str] = field(default_factory=dict)  # name -> an output folder path
 
 
-BAD_OUTPUTS = {"proc", "target", "catalogue", "folder", "under_a_file"}  # refused before any work
+# Refused before any work: unwritable, a folder, an input, a file tdebug did not write (the user's add.py).
+BAD_OUTPUTS = {"proc", "target", "catalogue", "folder", "under_a_file"}
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +188,8 @@ class FakeChildren:
         assert timeout is None or 0 < timeout < float("inf"), timeout
         script = job.get("kind") == "script"
         outcome = self.outcome
+        if outcome == "no_launch" and not script:
+            outcome = "fail"  # a catalogue case that launched nothing: the worker's "no-kernel" finding
         self.outcomes.append(outcome)
         result = JobResult(kernel=Path(job.get("target", "x")).stem)
         if outcome == "fatal":
@@ -216,6 +219,25 @@ class FakeChildren:
         return result
 
 
+@pytest.fixture(scope="module")
+def catalogue():
+    """The catalogue's files as they were: each command line must leave them unchanged (put back after)."""
+    before = {p: p.read_bytes() for folder in ("kernels", "bugs") for p in (ROOT / folder).iterdir() if p.is_file()}
+    yield before
+    for path in {p for folder in ("kernels", "bugs") for p in (ROOT / folder).iterdir()} - set(before):
+        path.unlink()
+    for path, data in before.items():
+        if not path.is_file() or path.read_bytes() != data:
+            path.write_bytes(data)
+
+
+def assert_unchanged(catalogue: dict[Path, bytes], where: str) -> None:
+    now = {p for folder in ("kernels", "bugs") for p in (ROOT / folder).iterdir() if p.is_file()}
+    assert now == set(catalogue), where + f"\nfiles appeared or went in the catalogue: {now ^ set(catalogue)}"
+    changed = [p for p, data in catalogue.items() if p.read_bytes() != data]
+    assert not changed, where + f"\nthe catalogue's files were changed: {changed}"
+
+
 @pytest.fixture
 def fakes(monkeypatch, files):
     """Children replaced; default outputs and the workspace kept under the fuzz folder; the catalogue parsed once."""
@@ -230,9 +252,12 @@ def fakes(monkeypatch, files):
 
     import sys
 
-    for name, module in list(sys.modules.items()):
-        if name.startswith("tdebug") and getattr(module, "run_job", None) is harness.run_job:
+    real = harness.run_job
+    for name, module in list(sys.modules.items()):  # modules that imported it already...
+        if name.startswith("tdebug") and getattr(module, "run_job", None) is real:
             monkeypatch.setattr(module, "run_job", run_job)
+    monkeypatch.setattr(harness, "run_job", run_job)  # ...and those that import it later
+    monkeypatch.setattr(harness, "_Child", None)  # nothing may start a real child
 
     def viz_trace(job, timeout=300.0, meanwhile=None):
         from tdebug.viz.runner import TraceResult
@@ -277,13 +302,14 @@ def check_outcome(argv: list[str], bad_output: str | None, r, outcomes: list[str
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(data=st.data())
-def test_every_command_line_ends_cleanly(fakes, files, data):
+def test_every_command_line_ends_cleanly(fakes, files, catalogue, data):
     argv, bad_output = data.draw(command_lines(files), label="command line")
     children = FakeChildren(data.draw(st.sampled_from(OUTCOMES), label="outcome of every child"),
                             data.draw(st.sampled_from([1, 2, 3, 9, 130, 255]), label="a script's exit code"))
     fakes["children"] = children
     r = CliRunner().invoke(cli, argv)
     check_outcome(argv, bad_output, r, children.outcomes)
+    assert_unchanged(catalogue, f"tdebug {' '.join(argv)}")
 
 
 def _minutes_at_most(argv: list[str]) -> bool:
@@ -296,7 +322,7 @@ def _minutes_at_most(argv: list[str]) -> bool:
 
 
 @pytest.mark.slow
-def test_every_command_line_ends_cleanly_with_real_children(files, monkeypatch):
+def test_every_command_line_ends_cleanly_with_real_children(files, catalogue, monkeypatch):
     """The slow profile: real child processes (TDEBUG_FUZZ_EXAMPLES command lines, default 60)."""
     monkeypatch.chdir(files.root)
     monkeypatch.setenv("TDEBUG_WORKSPACE", str(files.root / "workspace"))
@@ -311,6 +337,7 @@ def test_every_command_line_ends_cleanly_with_real_children(files, monkeypatch):
                                      label="command line")
         r = CliRunner().invoke(cli, argv)
         check_outcome(argv, bad_output, r, [])
+        assert_unchanged(catalogue, f"tdebug {' '.join(argv)}")
 
     one()
     print(f"real-children fuzz: {time.monotonic() - started:.0f} s")

@@ -66,6 +66,19 @@ def test_unwritable_outputs_are_refused_before_any_work(args, words):
     one_line_exit_2(r, *words)
 
 
+def test_an_existing_file_tdebug_did_not_write_is_never_overwritten(tmp_path):
+    mine = tmp_path / "notes.json"
+    mine.write_text('{"my": "notes"}')
+    r = invoke("check", str(ADD), "--json", str(mine))
+    one_line_exit_2(r, "tdebug did not write it")
+    assert mine.read_text() == '{"my": "notes"}'
+    theirs = tmp_path / "r.json"
+    theirs.write_text('{\n "tool": "tdebug check",\n "cases": []\n}')  # a previous run's: replaced
+    from tdebug.cli.common import output_file
+
+    assert output_file(str(theirs), "--json", [ADD]) == theirs
+
+
 def test_write_atomic_leaves_no_temporary_file_and_keeps_the_old_file_on_failure(tmp_path):
     path = tmp_path / "r.json"
     write_atomic(path, "old")
