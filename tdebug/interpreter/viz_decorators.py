@@ -9,9 +9,11 @@ was skipped. What the script reads back from triton-viz's own records afterwards
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.util
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 MODULE = "triton_viz"
@@ -35,6 +37,29 @@ def _unwrap(module: ModuleType) -> None:
         module.launch = launch
 
 
+@contextlib.contextmanager
+def _builder_kept() -> Iterator[None]:
+    """triton-viz rebinds the interpreter's builder when imported (a thread-local grid index: a read-only
+    `grid_idx` property and its own `set_grid_idx`), which breaks tdebug's wrappers of the builder; with
+    its trace set aside it never runs a kernel, so the builder is put back as it was."""
+    from triton.runtime import interpreter
+
+    owners = (interpreter.InterpreterBuilder, interpreter.interpreter_builder)
+    before = [dict(vars(owner)) for owner in owners]
+    try:
+        yield
+    finally:
+        for owner, kept in zip(owners, before):
+            for name in set(vars(owner)) - set(kept):
+                delattr(owner, name)
+            for name, value in kept.items():
+                if vars(owner).get(name, _ABSENT) is not value:
+                    setattr(owner, name, value)
+
+
+_ABSENT = object()
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Unwraps triton_viz right after the script imports it (importing it ourselves costs seconds, and
     triton-viz 3.0 does not import at all on Triton 3.9)."""
@@ -49,7 +74,8 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         exec_module = spec.loader.exec_module
 
         def exec_and_unwrap(module: ModuleType) -> None:
-            exec_module(module)
+            with _builder_kept():
+                exec_module(module)
             _unwrap(module)
 
         spec.loader.exec_module = exec_and_unwrap

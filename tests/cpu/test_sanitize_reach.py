@@ -95,6 +95,13 @@ def test_accumulation_without_a_shared_lock_races(name):
     assert any("write/write race" in f.message for f in races)
 
 
+def test_a_lock_never_released_is_the_kernels_finding_not_a_hang_nor_tdebugs_error():
+    case = sanitize("lock_leak")
+    (f,) = [f for f in case.findings if "spin lock never released" in f.message]
+    assert "program 4 spins on a lock held by program 0" in f.message  # rows 0 and 4 share lock 0
+    assert "tl.atomic_cas(lock, 0, 1)" in source_line(f)
+
+
 def test_kernel_with_its_own_triton_viz_trace_is_sanitized_by_tdebug():
     if not _triton_viz_imports():
         pytest.skip("triton-viz does not import with this Triton")

@@ -153,10 +153,10 @@ def column_sums_kernel(x_ptr, partial_ptr, locks_ptr, counts_ptr, n_cols, stride
     group = row % GROUPS
     partial = partial_ptr + group * n_cols + cols
     count = counts_ptr + group
-    if LOCK == "shared":
-        lock = locks_ptr + group
-    else:
+    if LOCK == "per_program":
         lock = locks_ptr + row  # one lock per program: excludes nobody
+    else:
+        lock = locks_ptr + group
     if LOCK != "none":
         while tl.atomic_cas(lock, 0, 1) == 1:
             pass
@@ -165,7 +165,7 @@ def column_sums_kernel(x_ptr, partial_ptr, locks_ptr, counts_ptr, n_cols, stride
     else:
         x += tl.load(partial, mask=mask)
     tl.store(partial, x, mask=mask)
-    if LOCK != "none":
+    if LOCK != "none" and LOCK != "leak":  # "leak": the release forgotten
         tl.atomic_xchg(lock, 0)
 
 
@@ -207,6 +207,7 @@ SCENARIOS = {
     "lock_shared": lambda: spin_lock("shared"),
     "lock_none": lambda: spin_lock("none"),
     "lock_per_program": lambda: spin_lock("per_program"),
+    "lock_leak": lambda: spin_lock("leak"),
     "triton_viz_traced": triton_viz_traced,
 }
 
