@@ -17,12 +17,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..interpreter.frames import KernelError
 from ..interpreter.versions import bind, patch
 
 SPIN_LIMIT = 1000  # failed acquires in a row on a lock no running program can release: a deadlock
 
 
-class LockNeverReleased(RuntimeError):
+class LockNeverReleased(KernelError, RuntimeError):
     """A program spins on a lock that a finished program (or itself) still holds: it never ends."""
 
 

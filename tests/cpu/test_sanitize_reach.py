@@ -1,7 +1,6 @@
 """Kernels as real code writes them (tests/cpu/data/reach_scenarios.py): builtin aliases, block pointers,
 pointer tables, spin locks, and scripts that carry their own @triton_viz.trace, under the sanitizer."""
 
-from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +46,6 @@ def test_correct_kernels_are_clean(name):
     assert case.findings == []
 
 
-@pytest.mark.xfail(find_spec("tdebug.interpreter.libdevice") is None, strict=True,
-                   reason="libdevice in the interpreter is issue 12 (branch reach1); the alias works once it does")
 def test_libdevice_function_through_an_alias():
     case = sanitize("libdevice_alias")
     assert case.status == "pass", [f.message for f in case.findings]
