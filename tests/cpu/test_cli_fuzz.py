@@ -314,7 +314,8 @@ def test_every_command_line_ends_cleanly(fakes, files, catalogue, data):
 
 def _minutes_at_most(argv: list[str]) -> bool:
     """Leaves out what runs the whole catalogue or waits for a person (the debugger)."""
-    if "--break" in argv or "--all" in argv or argv[:1] == ["bugs"] and ("matrix" in argv or "check" in argv):
+    if "--break" in argv or argv[:1] == ["run"] and "--pid" in argv or "--all" in argv \
+            or argv[:1] == ["bugs"] and ("matrix" in argv or "check" in argv):
         return False
     if argv[:1] == ["sanitize"] and (len(argv) < 2 or argv[1].startswith("-")):
         return False  # no target: the whole catalogue

@@ -125,6 +125,7 @@ def test_viz_treats_a_file_the_user_changed_or_added_as_theirs(tmp_path):
     assert outdir.choose(folder)[0] == folder / "tdebug-viz"
 
 
+@pytest.mark.slow  # a traced launch and drawing (the folder logic itself is tested above)
 def test_viz_cli_into_a_users_folder_keeps_their_png_and_page(tmp_path):
     (tmp_path / "viz.html").write_text("my page")
     (tmp_path / "launch1_add_nomask_kernel_out_ptr.png").write_bytes(b"my png")
