@@ -41,11 +41,13 @@ class LaunchRecord:
     grid: tuple[int, ...]
     config: str = ""
     config_index: int | None = None
+    config_count: int = 0  # how many autotune configs the kernel has (0: not autotuned)
 
 
 @dataclass
 class State:
     config_index: int | None = None  # autotune config to run; None -> 0
+    clamp_config: bool = False  # a kernel with fewer configs runs its last one instead of failing
     launches: list[LaunchRecord] = field(default_factory=list)
     installed: bool = False
 
@@ -92,6 +94,8 @@ def pin_autotune() -> None:
     def run(self, *args, **kwargs):
         self.nargs = dict(zip(self.arg_names, args))
         want = STATE.config_index or 0
+        if STATE.clamp_config:
+            want = min(want, len(self.configs) - 1)
         if want >= len(self.configs):
             raise IndexError(f"config {want} requested but {self.base_fn.__name__} has "
                              f"{len(self.configs)} autotune configs (0..{len(self.configs) - 1})")
@@ -101,7 +105,7 @@ def pin_autotune() -> None:
         try:
             for n, index in enumerate(order):
                 config = self.configs[index]
-                record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index)
+                record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index, len(self.configs))
                 STATE.launches.append(record)  # the interpreter's launch fills in the grid
                 if config.pre_hook is not None:
                     config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})

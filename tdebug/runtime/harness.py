@@ -28,7 +28,7 @@ MODE_ENV = {
 }
 
 
-def _signal_name(code: int) -> str:
+def signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
     except ValueError:
@@ -71,38 +71,16 @@ def _drain(stream, parts: list[str], echo) -> None:
     stream.close()
 
 
-class _Child:
-    def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
-                 wrapper: list[str] | None, tee: bool = False) -> None:
-        self.job_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-        json.dump(job, self.job_file)
-        self.job_file.close()
-        read_fd, write_fd = os.pipe()
-        env = child_env(mode, env_extra)
-        env["TDEBUG_RESULT_FD"] = str(write_fd)
-        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_file.name]
-        out = subprocess.PIPE if capture else None
-        self.proc = subprocess.Popen(
-            cmd, env=env, pass_fds=(write_fd,), stdin=None if interactive else subprocess.DEVNULL,
-            stdout=out, stderr=out, start_new_session=not interactive)
-        os.close(write_fd)
+class EventPipe:
+    """The read end of a child's result pipe: one JSON event a line (tdebug.runtime.worker.Channel writes them)."""
+
+    def __init__(self, read_fd: int) -> None:
         # A raw fd and our own line buffer: a buffered reader could hold a whole event in its buffer
         # while select() on the empty pipe waits for the deadline.
         self.read_fd = read_fd
         self.pending = b""
         self.sel = selectors.DefaultSelector()
         self.sel.register(read_fd, selectors.EVENT_READ)
-        self.captured = ""
-        self.stdout = ""
-        self.stderr = ""
-        self._parts: tuple[list[str], list[str]] = ([], [])
-        self._threads: list[threading.Thread] = []
-        if capture:
-            for stream, parts, echo in ((self.proc.stdout, self._parts[0], sys.stdout),
-                                        (self.proc.stderr, self._parts[1], sys.stderr)):
-                thread = threading.Thread(target=_drain, args=(stream, parts, echo if tee else None), daemon=True)
-                thread.start()
-                self._threads.append(thread)
 
     def next_event(self, deadline: float | None) -> dict | None:
         """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
@@ -119,6 +97,42 @@ class _Child:
                 return None
             self.pending += data
 
+    def close(self) -> None:
+        self.sel.close()
+        os.close(self.read_fd)
+
+
+class _Child:
+    def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
+                 wrapper: list[str] | None, tee: bool = False) -> None:
+        self.job_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(job, self.job_file)
+        self.job_file.close()
+        read_fd, write_fd = os.pipe()
+        env = child_env(mode, env_extra)
+        env["TDEBUG_RESULT_FD"] = str(write_fd)
+        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_file.name]
+        out = subprocess.PIPE if capture else None
+        self.proc = subprocess.Popen(
+            cmd, env=env, pass_fds=(write_fd,), stdin=None if interactive else subprocess.DEVNULL,
+            stdout=out, stderr=out, start_new_session=not interactive)
+        os.close(write_fd)
+        self.events = EventPipe(read_fd)
+        self.captured = ""
+        self.stdout = ""
+        self.stderr = ""
+        self._parts: tuple[list[str], list[str]] = ([], [])
+        self._threads: list[threading.Thread] = []
+        if capture:
+            for stream, parts, echo in ((self.proc.stdout, self._parts[0], sys.stdout),
+                                        (self.proc.stderr, self._parts[1], sys.stderr)):
+                thread = threading.Thread(target=_drain, args=(stream, parts, echo if tee else None), daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def next_event(self, deadline: float | None) -> dict | None:
+        return self.events.next_event(deadline)
+
     def kill(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -131,13 +145,12 @@ class _Child:
             thread.join(timeout=30)
         self.stdout, self.stderr = "".join(self._parts[0]), "".join(self._parts[1])
         self.captured = self.stdout + self.stderr
-        self.sel.close()
-        os.close(self.read_fd)
+        self.events.close()
         os.unlink(self.job_file.name)
         return code
 
 
-def _case_from_event(ev: dict) -> CaseResult:
+def case_from_event(ev: dict) -> CaseResult:
     return CaseResult(
         index=ev["index"], label=ev.get("label", ""), status=ev.get("status", "error"),
         findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
@@ -199,7 +212,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 elif kind == "start":
                     in_flight, started_at = ev["index"], time.monotonic()
                 elif kind == "result":
-                    result.cases.append(_case_from_event(ev))
+                    result.cases.append(case_from_event(ev))
                     in_flight = None
                     if ev.get("context_lost"):
                         context_lost = ev["index"]
@@ -219,7 +232,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
             return result
         if done:
             # Everything was reported, then the process died (heap corruption found at exit, say).
-            what = _signal_name(code)
+            what = signal_name(code)
             last = result.cases[-1] if result.cases else None
             message = f"the process died after the launch ({what}): memory was corrupted; " + crash_hint(
                 target, last.label if last else "", mode, job.get("argv"))
@@ -251,7 +264,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 "slow (raise --timeout), or corrupted memory and deadlocked; next: tdebug sanitize "
                 f"{target}" + (" -- " + " ".join(job["argv"]) if job.get("argv") else ""))
         else:
-            what = _signal_name(code) if code < 0 else f"exit code {code}"
+            what = signal_name(code) if code < 0 else f"exit code {code}"
             hint = crash_hint(target, label, mode, job.get("argv"))
             status, message = "crash", f"the launch crashed the process ({what}); {hint}"
         case = CaseResult(index=in_flight, label=label, status=status, error=message,
