@@ -9,8 +9,9 @@ import secrets
 
 import pytest
 
-MARKER = ("tdebug(checks=None, skip=False): tdebug's sanitizer for this test under pytest --tdebug: "
-          "checks=[...] runs only those checks, skip=True runs its launches unchecked")
+MARKER = ("tdebug(checks=None, skip=False, timeout=None): tdebug's sanitizer for this test under pytest --tdebug: "
+          "checks=[...] runs only those checks, skip=True runs its launches unchecked, timeout=SECONDS "
+          "overrides --tdebug-timeout")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

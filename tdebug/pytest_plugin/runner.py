@@ -46,16 +46,17 @@ class Runner:
 
     # -- what one test runs under -----------------------------------------------------------------
     def settings_for(self, item: pytest.Item) -> Settings:
-        checks, skip = self.checks, False
+        checks, skip, timeout = self.checks, False, self.timeout
         marker = item.get_closest_marker("tdebug")
         if marker is not None:
             skip = bool(marker.kwargs.get("skip", False))
+            timeout = marker.kwargs.get("timeout", timeout)
             if "checks" in marker.kwargs:
                 try:
                     checks = check_names(marker.kwargs["checks"], "@pytest.mark.tdebug(checks=...)")
                 except pytest.UsageError as e:
                     pytest.fail(str(e), pytrace=False)
-        return Settings(checks, skip, self.config_index, self.timeout)
+        return Settings(checks, skip, self.config_index, timeout)
 
     def _arm(self, item: pytest.Item) -> None:
         """Launches in the parent (fixtures) are checked with the test's settings and attributed to it."""

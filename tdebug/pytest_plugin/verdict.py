@@ -79,9 +79,9 @@ def crash_text(child: ChildRun, timeout: float | None) -> str:
     """Why a child gave no result: killed by a signal, exited early, or hung."""
     where = _in_flight(child)
     if child.hung:
-        return (f"tdebug: HANG: no result after {timeout:.0f} s (--tdebug-timeout), the test was killed {where}. "
-                "A kernel that never ends (a data-dependent loop bound) or one too slow for the interpreter "
-                "at this size (raise --tdebug-timeout, or test a smaller shape).")
+        return (f"tdebug: HANG: no result after {timeout:.0f} s, the test was killed {where}. A kernel that "
+                "never ends (a data-dependent loop bound) or one too slow for the interpreter at this size (raise "
+                "--tdebug-timeout or @pytest.mark.tdebug(timeout=...), or test a smaller shape).")
     if child.exit_code < 0:
         return (f"tdebug: CRASH: the test's process died ({signal_name(child.exit_code)}) {where}; the session "
                 "goes on. Under the sanitizer out-of-bounds lanes of tensor arguments are masked off, so look "

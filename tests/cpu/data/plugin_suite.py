@@ -97,6 +97,7 @@ def test_add_unmasked_store_race_only():
     add(x, y, mask_store=False)
 
 
+@pytest.mark.tdebug(timeout=3)
 def test_spin_hangs():
     spin_kernel[(1,)](torch.zeros(1, dtype=torch.int64), 2**31 - 1)
 
