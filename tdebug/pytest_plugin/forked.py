@@ -47,6 +47,13 @@ def _quiet_exit(code: int) -> None:
     os._exit(code)
 
 
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildRun:
     """Call work(channel) in a forked child; its return value is the result event. timeout: seconds
     before the child is killed as hung (None: no limit)."""
@@ -56,6 +63,7 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
+        os.setpgid(0, 0)  # its own process group: whatever the test starts is killed with it
         os.close(read_fd)
         code = 0
         try:
@@ -86,11 +94,9 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
                 run.events.append(event)
     finally:
         if not finished:  # hung, or the parent was interrupted (Ctrl-C): the child must not outlive it
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(pid)
         _, status = os.waitpid(pid, 0)
+        _kill_group(pid)  # processes the test started and left behind (a compile worker pool, say)
         pipe.close()
     run.exit_code = os.waitstatus_to_exitcode(status)
     run.seconds = time.monotonic() - started

@@ -95,7 +95,7 @@ class Runner:
         result = yield
         findings = self.session.end_case() if self.session.enabled else []
         if findings:
-            raise TdebugFailure(Verdict(findings=findings).text().replace("this test's", "this test's teardown"))
+            raise TdebugFailure(Verdict(findings=findings).text(where="this test's teardown"))
         return result
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -128,7 +128,10 @@ class Runner:
             if failure["kind"] != "failed" and not verdict.failed:  # skip() or xfail() inside the test
                 if isinstance(exc, pytest.skip.Exception):
                     exc._use_item_location = True
-                raise exc or pytest.skip.Exception(failure["message"])
+                if exc is None:
+                    exc = {"skipped": pytest.skip.Exception, "xfailed": pytest.xfail.Exception}[failure["kind"]](
+                        failure["message"])
+                raise exc
             label = f"(in autotune config pass #{index}: each autotuned kernel ran its config #{index})\n"
             verdict.own_failure = (label if index else "") + failure["text"]
             if not verdict.failed:

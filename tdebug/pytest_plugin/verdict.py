@@ -36,13 +36,13 @@ class Verdict:
     def failed(self) -> bool:
         return bool(self.findings or self.crash)
 
-    def text(self) -> str:
+    def text(self, where: str = "this test") -> str:
         parts = []
         if self.crash:
             parts.append(self.crash)
         if self.findings:
             n = sum(f.count for f in self.findings)
-            parts.append(f"tdebug: {len(self.findings)} finding(s) ({n} lane(s)/element(s)) in this test's Triton "
+            parts.append(f"tdebug: {len(self.findings)} finding(s) ({n} lane(s)/element(s)) in {where}'s Triton "
                          "launches:")
             parts += [render_finding(f) for f in self.findings]
         if self.own_failure:
