@@ -41,6 +41,8 @@ class Reporter:
         }
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.tests:  # --collect-only, or every test deselected or skipped
+            return
         s = self.summary()
         option = self.config.option
         checks = ", ".join(sorted(option.tdebug_check)) if option.tdebug_check else "all checks"
