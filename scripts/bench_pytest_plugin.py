@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -73,12 +74,22 @@ def run(folder: Path, workers: int | None) -> dict:
     if workers:
         cmd += ["-n", str(workers)]
     load_before = os.getloadavg()[0]
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     m = re.search(r"(\d+) passed", proc.stdout)
-    return {"workers": workers or 0, "seconds": seconds, "exit_code": proc.returncode,
+    return {"workers": workers or 0, "seconds": seconds, "cpu_seconds": cpu, "exit_code": proc.returncode,
             "passed": int(m.group(1)) if m else 0, "load_before": load_before, "load_after": os.getloadavg()[0]}
+
+
+def _autogroup() -> bool:
+    try:
+        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    except OSError:
+        return False
 
 
 def spread(values: list[float]) -> str:
@@ -97,11 +108,16 @@ def main() -> None:
             for workers in (None, 2):
                 row = run(folder, workers)
                 rows.append(row)
-                print(f"-n {row['workers']}: {row['passed']} passed in {row['seconds']:.1f} s (exit {row['exit_code']},"
-                      f" load {row['load_before']:.1f} -> {row['load_after']:.1f})", flush=True)
+                print(f"-n {row['workers']}: {row['passed']} passed in {row['seconds']:.1f} s, {row['cpu_seconds']:.1f}"
+                      f" CPU s (exit {row['exit_code']}, load {row['load_before']:.1f} -> {row['load_after']:.1f})",
+                      flush=True)
     serial = [r["seconds"] for r in rows if r["workers"] == 0]
     parallel = [r["seconds"] for r in rows if r["workers"] == 2]
     ratios = [s / p for s, p in zip(serial, parallel)]
+
+    def cpu(workers: int) -> list[float]:
+        return [r["cpu_seconds"] for r in rows if r["workers"] == workers]
+
     loads = [r["load_before"] for r in rows] + [r["load_after"] for r in rows]
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
             "machine": platform.machine(), "tests": rows[0]["passed"], "repeats": args.repeats,
@@ -115,12 +131,16 @@ def main() -> None:
         "softmax, layernorm, gelu, add, and the autotuned matmul in each of its 10 configs), "
         f"{args.repeats} alternating runs of each. Load average over the runs: {meta['load_min']:.1f} to "
         f"{meta['load_max']:.1f} (other work on the machine slows both commands).", "",
-        "| command | wall time, median (min, max) |", "|---|---|",
-        f"| `pytest --tdebug` | {spread(serial)} |",
-        f"| `pytest --tdebug -n 2` | {spread(parallel)} |", "",
+        "| command | wall time, median (min, max) | CPU time (all processes), median |", "|---|---|---|",
+        f"| `pytest --tdebug` | {spread(serial)} | {statistics.median(cpu(0)):.1f} s |",
+        f"| `pytest --tdebug -n 2` | {spread(parallel)} | {statistics.median(cpu(2)):.1f} s |", "",
         f"Speed-up, run by run: median {meta['speedup_median']:.2f}x (min {meta['speedup_min']:.2f}x, "
         f"max {meta['speedup_max']:.2f}x); goal >= 1.6x.",
     ]
+    if meta["load_min"] > 1.5 * (os.cpu_count() or 1) and _autogroup():
+        lines += ["", "The machine was busy. With Linux's autogroup scheduling on, all processes of one session "
+                  "share one fair share of the CPU, so while other sessions keep the cores busy a second worker "
+                  "adds no CPU: this run cannot show the speed-up. Rerun on a quiet machine."]
     (out / "pytest-plugin-xdist.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
