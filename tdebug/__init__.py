@@ -1,6 +1,8 @@
 """tdebug: a sanitizer and debugging harness for Triton kernels.
 
 The public names that catalogue files (kernels/, bugs/) use: KernelSpec, Bug, Case and the input helpers.
+They load on first use (PEP 562), so `import tdebug` stays cheap: pytest imports tdebug's plugin
+(tdebug.pytest_plugin, a pytest11 entry point) in every session of an environment that has tdebug.
 """
 
 from __future__ import annotations

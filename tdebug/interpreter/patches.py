@@ -46,12 +46,14 @@ class LaunchRecord:
     config: str = ""
     config_index: int | None = None
     survivors: list[int] = field(default_factory=list)  # autotuned: the configs its pruning keeps (indices)
+    config_count: int = 0  # how many autotune configs the kernel has (0: not autotuned)
 
 
 @dataclass
 class State:
     config_index: int | None = None  # autotune config to run (index into the kernel's configs)
     config_rank: int = 0  # with no config_index: the rank-th config that survives the kernel's pruning
+    clamp_config: bool = False  # a kernel with fewer configs runs its last one instead of failing
     launches: list[LaunchRecord] = field(default_factory=list)
     installed: bool = False
 
@@ -115,6 +117,8 @@ def pin_autotune() -> None:
     def run(self, *args, **kwargs):  # Autotuner.run(self, *args, **kwargs) in 3.6 to 3.9
         self.nargs = dict(zip(self.arg_names, args))
         want = STATE.config_index
+        if want is not None and STATE.clamp_config:
+            want = min(want, len(self.configs) - 1)
         if want is not None and want >= len(self.configs):
             raise IndexError(f"config {want} requested but {self.base_fn.__name__} has "
                              f"{len(self.configs)} autotune configs (0..{len(self.configs) - 1})")
@@ -125,7 +129,8 @@ def pin_autotune() -> None:
         try:
             for n, index in enumerate(order):
                 config = self.configs[index]
-                record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index, survivors)
+                record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index, survivors,
+                                      len(self.configs))
                 STATE.launches.append(record)  # the interpreter's launch fills in the grid
                 if config.pre_hook is not None:
                     config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})

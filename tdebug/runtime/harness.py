@@ -31,7 +31,7 @@ EXIT_WAIT = 10.0  # seconds a child gets to exit after its last event before its
 IMPORT_WAIT = 300.0  # seconds tdebug's own imports (torch, Triton) may take in a child, whatever --timeout says
 
 
-def _signal_name(code: int) -> str:
+def signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
     except ValueError:
@@ -74,6 +74,37 @@ def _drain(stream, parts: list[str], echo) -> None:
     stream.close()
 
 
+class EventPipe:
+    """The read end of a child's result pipe: one JSON event a line (tdebug.runtime.worker.Channel writes them)."""
+
+    def __init__(self, read_fd: int) -> None:
+        # A raw fd and our own line buffer: a buffered reader could hold a whole event in its buffer
+        # while select() on the empty pipe waits for the deadline.
+        self.read_fd = read_fd
+        self.pending = b""
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(read_fd, selectors.EVENT_READ)
+
+    def next_event(self, deadline: float | None) -> dict | None:
+        """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
+        while True:
+            while b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                if line.strip():
+                    return json.loads(line)
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.sel.select(timeout):
+                raise TimeoutError
+            data = os.read(self.read_fd, 1 << 16)
+            if not data:
+                return None
+            self.pending += data
+
+    def close(self) -> None:
+        self.sel.close()
+        os.close(self.read_fd)
+
+
 class _Child:
     def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
                  wrapper: list[str] | None, tee: bool = False) -> None:
@@ -99,12 +130,7 @@ class _Child:
         finally:
             os.close(write_fd)
         self.interactive = interactive
-        # A raw fd and our own line buffer: a buffered reader could hold a whole event in its buffer
-        # while select() on the empty pipe waits for the deadline.
-        self.read_fd = read_fd
-        self.pending = b""
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(read_fd, selectors.EVENT_READ)
+        self.events = EventPipe(read_fd)
         self.captured = ""
         self.stdout = ""
         self.stderr = ""
@@ -119,19 +145,7 @@ class _Child:
                 self._threads.append(thread)
 
     def next_event(self, deadline: float | None) -> dict | None:
-        """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
-        while True:
-            while b"\n" in self.pending:
-                line, self.pending = self.pending.split(b"\n", 1)
-                if line.strip():
-                    return json.loads(line)
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self.sel.select(timeout):
-                raise TimeoutError
-            data = os.read(self.read_fd, 1 << 16)
-            if not data:
-                return None
-            self.pending += data
+        return self.events.next_event(deadline)
 
     def kill(self) -> None:
         """End the child's whole process group (it hung, or tdebug is stopping)."""
@@ -147,15 +161,14 @@ class _Child:
         finally:
             for thread in self._threads:
                 thread.join(timeout=5)
-            self.sel.close()
-            os.close(self.read_fd)
+            self.events.close()
             processes.remove([Path(self.job_path)])
         self.stdout, self.stderr = "".join(self._parts[0]), "".join(self._parts[1])
         self.captured = self.stdout + self.stderr
         return self.proc.returncode
 
 
-def _case_from_event(ev: dict) -> CaseResult:
+def case_from_event(ev: dict) -> CaseResult:
     return CaseResult(
         index=ev["index"], label=ev.get("label", ""), status=ev.get("status", "error"),
         findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
@@ -185,8 +198,8 @@ def _death(job: dict, code: int, label: str, mode: str, launched: bool) -> tuple
             return "fail", (f"the script exited with code {code} before tdebug could read its results "
                             "(os._exit, or a crash in native code)")
         if not launched:
-            return "crash", f"the script died ({_signal_name(code)}) before it launched any Triton kernel"
-    what = _signal_name(code) if code < 0 else f"exit code {code}"
+            return "crash", f"the script died ({signal_name(code)}) before it launched any Triton kernel"
+    what = signal_name(code) if code < 0 else f"exit code {code}"
     return "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode, job.get('argv'))}"
 
 
@@ -244,7 +257,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 elif kind == "launch":
                     launched = True
                 elif kind == "result":
-                    result.cases.append(_case_from_event(ev))
+                    result.cases.append(case_from_event(ev))
                     in_flight = None
                     if ev.get("context_lost"):
                         context_lost = ev["index"]
@@ -268,7 +281,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
             return result
         if done:
             # Everything was reported, then the process died (heap corruption found at exit, say).
-            what = _signal_name(code)
+            what = signal_name(code)
             last = result.cases[-1] if result.cases else None
             message = f"the process died after the launch ({what}): memory was corrupted; " + crash_hint(
                 target, last.label if last else "", mode, job.get("argv"))

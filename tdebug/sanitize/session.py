@@ -31,6 +31,7 @@ class SanitizerSession:
     def __init__(self, checks: list[str] | None = None, max_findings: int = 50) -> None:
         self.checks = frozenset(checks) if checks else CHECKS
         self.max_findings = max_findings
+        self.enabled = True  # False: launches run unchecked (pytest's @pytest.mark.tdebug(skip=True))
         self.current: LaunchChecker | None = None
         self._unmasked = False
         self.case_findings: list[Finding] = []
@@ -152,6 +153,8 @@ class SanitizerSession:
 
     # -- launches ------------------------------------------------------------------------------------
     def _begin_launch(self, executor, args_hst, kwargs_hst, args_dev=(), kwargs_dev=None) -> None:
+        if not self.enabled:
+            return
         import torch
 
         fn = executor.fn

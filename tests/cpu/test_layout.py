@@ -17,7 +17,7 @@ LAYERS = {
     "runtime": 3,
     "check": 4, "sanitize": 4, "bench": 4, "viz": 4,
     "exercises": 5,
-    "cli": 6, "child": 6,
+    "cli": 6, "child": 6, "pytest_plugin": 6,
     "__main__": 7,
 }
 COMMAND_PACKAGES = {"cli", "check", "sanitize", "bench", "viz", "exercises"}

@@ -1,0 +1,103 @@
+"""Run a piece of a test in a forked child process: events come back over a pipe, a crash or a hang
+kills only the child, and the parent learns how it ended and which launch was in flight.
+
+Fork, not a fresh interpreter: the child inherits the collected test, its fixtures, the imported
+kernels and tdebug's patches, so starting it costs milliseconds instead of seconds of imports.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..runtime.harness import EventPipe
+from ..runtime.worker import Channel
+
+
+@dataclass
+class ChildRun:
+    """How one forked child ended: its events in order, its result (None if it died first)."""
+
+    events: list[dict] = field(default_factory=list)
+    result: dict | None = None
+    exit_code: int = 0  # negative: killed by that signal
+    hung: bool = False
+    seconds: float = 0.0
+
+    @property
+    def crashed(self) -> bool:
+        return self.result is None and not self.hung
+
+    def launches(self) -> list[dict]:
+        """The launches the child announced (kernel, config) before it ended."""
+        return [e for e in self.events if e["event"] == "launch"]
+
+
+def _quiet_exit(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildRun:
+    """Call work(channel) in a forked child; its return value is the result event. timeout: seconds
+    before the child is killed as hung (None: no limit)."""
+    read_fd, write_fd = os.pipe()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.setpgid(0, 0)  # its own process group: whatever the test starts is killed with it
+        os.close(read_fd)
+        code = 0
+        try:
+            channel = Channel(write_fd)
+            channel.send("result", **work(channel))
+        except BaseException:  # noqa: BLE001 - work() reports the test's own exceptions; this is tdebug's
+            traceback.print_exc()
+            code = 3
+        _quiet_exit(code)
+    os.close(write_fd)
+    run = ChildRun()
+    pipe = EventPipe(read_fd)
+    deadline = None if timeout is None else started + timeout
+    finished = False
+    try:
+        while True:
+            try:
+                event = pipe.next_event(deadline)
+            except TimeoutError:
+                run.hung = True
+                break
+            if event is None:
+                finished = True
+                break
+            if event["event"] == "result":
+                run.result = event
+            else:
+                run.events.append(event)
+    finally:
+        if not finished:  # hung, or the parent was interrupted (Ctrl-C): the child must not outlive it
+            _kill_group(pid)
+        _, status = os.waitpid(pid, 0)
+        _kill_group(pid)  # processes the test started and left behind (a compile worker pool, say)
+        pipe.close()
+    run.exit_code = os.waitstatus_to_exitcode(status)
+    run.seconds = time.monotonic() - started
+    return run

@@ -1,0 +1,74 @@
+"""The pytest11 entry point: `pytest --tdebug` runs every Triton launch of each test under tdebug's
+interpreter sanitizer. Importing this module is cheap (pytest imports it in every session of an
+environment that has tdebug); torch, Triton and tdebug's layers load only when --tdebug is given."""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import pytest
+
+MARKER = ("tdebug(checks=None, skip=False, timeout=None): tdebug's sanitizer for this test under pytest --tdebug: "
+          "checks=[...] runs only those checks, skip=True runs its launches unchecked, timeout=SECONDS "
+          "overrides --tdebug-timeout")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tdebug", "tdebug: Triton launches under the CPU interpreter sanitizer")
+    group.addoption("--tdebug", action="store_true",
+                    help="run every Triton launch of each test under tdebug's interpreter sanitizer (on the CPU, "
+                         "TRITON_INTERPRET=1); a test whose launches have findings fails with the report")
+    group.addoption("--tdebug-check", action="append", metavar="CHECK", default=[],
+                    help="run only this check (repeatable): bounds, uninit, race, unwritten, assert, overflow")
+    group.addoption("--tdebug-config", type=int, metavar="N", default=None,
+                    help="@triton.autotune kernels: run config N only (default: every config, one pass each)")
+    group.addoption("--tdebug-json", metavar="PATH", default=None,
+                    help="write every finding with its test id as JSON")
+    group.addoption("--tdebug-timeout", type=float, metavar="SECONDS", default=300.0,
+                    help="seconds one test's call may run before it is killed as hung (0: no limit; default 300)")
+    group.addoption("--tdebug-catalogue", nargs="?", const="full", choices=["full", "quick"], default=None,
+                    help="collect the catalogue's case matrix (kernels/ by default; catalogue files or folders "
+                         "given as arguments) as tests, as `tdebug check` plans it; 'quick': its quick shapes")
+    group.addoption("--tdebug-seed", type=int, metavar="N", default=None,
+                    help="input seed of the catalogue's cases (default: fresh, printed in the summary)")
+
+
+def _active(namespace) -> bool:
+    return bool(getattr(namespace, "tdebug", False) or getattr(namespace, "tdebug_catalogue", None))
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """A pytest-xdist controller hands the tests to its workers and runs none itself."""
+    return not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """TRITON_INTERPRET is read when @triton.jit decorates: set it before any conftest imports kernels."""
+    if _active(early_config.known_args_namespace):
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    if not _active(config.option):
+        return
+    if config.option.tdebug_config is not None and config.option.tdebug_config < 0:
+        raise pytest.UsageError("--tdebug-config: a config index is 0 or more")
+    if hasattr(config, "workerinput"):
+        seed = config.workerinput.get("tdebug_seed", 0)
+    else:
+        seed = config.option.tdebug_seed if config.option.tdebug_seed is not None else secrets.randbelow(2**31)
+    if config.option.tdebug_catalogue and config.args_source != pytest.Config.ArgsSource.ARGS:
+        from ..catalogue.files import repo_root
+
+        config.args = [str(repo_root() / "kernels")]
+    if not hasattr(config, "workerinput"):
+        from .reporter import Reporter
+
+        config.pluginmanager.register(Reporter(config, seed), "tdebug-reporter")
+    if not _is_xdist_controller(config):
+        from .runner import Runner
+
+        config.pluginmanager.register(Runner(config, seed), "tdebug-runner")

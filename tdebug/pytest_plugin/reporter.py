@@ -1,0 +1,72 @@
+"""The plugin in the process that reports (a lone pytest, or pytest-xdist's controller): every test's
+findings gathered from the reports (each worker's arrive on them), the summary line, the JSON file."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+
+class Reporter:
+    def __init__(self, config: pytest.Config, seed: int) -> None:
+        self.config = config
+        self.seed = seed
+        self.json_path: str | None = config.option.tdebug_json
+        self.tests: dict[str, dict] = {}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """pytest-xdist: every worker plans the catalogue's cases with the controller's seed."""
+        node.workerinput["tdebug_seed"] = self.seed
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "tdebug", None)
+        if report.when == "call" and record is not None:
+            self.tests[report.nodeid] = {"test": report.nodeid, "outcome": report.outcome, **record}
+
+    def summary(self) -> dict:
+        checks: Counter = Counter()
+        for test in self.tests.values():
+            for f in test["findings"]:
+                checks[f["check"]] += 1
+        return {
+            "tests": len(self.tests),
+            "launches": sum(t["launches"] for t in self.tests.values()),
+            "with_findings": sum(bool(t["findings"]) for t in self.tests.values()),
+            "crashed_or_hung": sum(bool(t["crash"]) for t in self.tests.values()),
+            "findings_by_check": dict(sorted(checks.items())),
+        }
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.tests:  # --collect-only, or every test deselected or skipped
+            return
+        s = self.summary()
+        option = self.config.option
+        checks = ", ".join(sorted(option.tdebug_check)) if option.tdebug_check else "all checks"
+        config = option.tdebug_config
+        configs = "every autotune config" if config is None else f"autotune config #{config}"
+        by_check = ", ".join(f"{k} {v}" for k, v in s["findings_by_check"].items())
+        line = (f"tdebug: {s['tests']} test(s) sanitized ({checks}, {configs}), {s['launches']} Triton launch(es); "
+                f"{s['with_findings']} with findings" + (f" ({by_check})" if by_check else "")
+                + f", {s['crashed_or_hung']} crashed or hung"
+                + (f"; catalogue seed {self.seed}" if option.tdebug_catalogue else ""))
+        terminalreporter.write_sep("-", "tdebug")
+        terminalreporter.write_line(line)
+        if self.json_path:
+            terminalreporter.write_line(f"tdebug: findings written to {self.json_path}")
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.json_path:
+            return
+        option = self.config.option
+        payload = {
+            "checks": sorted(option.tdebug_check) if option.tdebug_check else "all",
+            "config": option.tdebug_config,
+            "seed": self.seed,
+            "summary": self.summary(),
+            "tests": [self.tests[k] for k in sorted(self.tests)],
+        }
+        Path(self.json_path).write_text(json.dumps(payload, indent=1))

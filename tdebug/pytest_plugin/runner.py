@@ -1,0 +1,167 @@
+"""The plugin in a process that runs tests (a lone pytest, or each pytest-xdist worker): tdebug's
+interpreter patches and sanitizer installed in-process, each test's call forked per autotune config,
+findings turned into failures, the catalogue's cases collected as items."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ..catalogue.poison import poisoned_empty
+from ..catalogue.spec import has_spec
+from ..interpreter import patches
+from ..sanitize.session import CHECKS, SanitizerSession
+from .catalogue import CaseItem, CatalogueFile
+from .testrun import Settings, TestRun, pass_findings, revive, run_test
+from .verdict import VERDICT, TdebugFailure, Verdict, crash_text
+
+
+def check_names(names, where: str) -> frozenset[str]:
+    unknown = sorted(set(names) - CHECKS)
+    if unknown:
+        raise pytest.UsageError(f"{where}: unknown check(s) {', '.join(unknown)}; the checks are "
+                                + ", ".join(sorted(CHECKS)))
+    return frozenset(names)
+
+
+class Runner:
+    def __init__(self, config: pytest.Config, seed: int) -> None:
+        option = config.option
+        self.checks = check_names(option.tdebug_check, "--tdebug-check") if option.tdebug_check else CHECKS
+        self.config_index: int | None = option.tdebug_config
+        self.timeout: float | None = option.tdebug_timeout or None
+        self.catalogue: str | None = option.tdebug_catalogue
+        self.quick = self.catalogue == "quick"
+        self.seed = seed
+        patches.install()
+        patches.STATE.clamp_config = self.config_index is None
+        self.session = SanitizerSession(sorted(self.checks))
+        self.session.install()
+        import torch
+
+        torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
+
+    # -- what one test runs under -----------------------------------------------------------------
+    def settings_for(self, item: pytest.Item) -> Settings:
+        checks, skip, timeout = self.checks, False, self.timeout
+        marker = item.get_closest_marker("tdebug")
+        if marker is not None:
+            skip = bool(marker.kwargs.get("skip", False))
+            timeout = marker.kwargs.get("timeout", timeout)
+            if "checks" in marker.kwargs:
+                try:
+                    checks = check_names(marker.kwargs["checks"], "@pytest.mark.tdebug(checks=...)")
+                except pytest.UsageError as e:
+                    pytest.fail(str(e), pytrace=False)
+        return Settings(checks, skip, self.config_index, timeout)
+
+    def _arm(self, item: pytest.Item) -> None:
+        """Launches in the parent (fixtures) are checked with the test's settings and attributed to it."""
+        settings = self.settings_for(item)
+        self.session.enabled = not settings.skip
+        self.session.checks = settings.checks
+        self.session.begin_case()
+
+    # -- collection: the catalogue ----------------------------------------------------------------
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        if self.catalogue and file_path.suffix == ".py" and has_spec(file_path):
+            return CatalogueFile.from_parent(parent, path=file_path)
+        return None
+
+    # -- running ------------------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item):
+        self._arm(item)
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        if isinstance(item, CaseItem):  # forks by itself
+            return (yield)
+        original = item.runtest
+        item.runtest = functools.partial(self._sanitized_call, item, original)
+        try:
+            return (yield)
+        finally:
+            del item.runtest
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None):
+        """Launches in a fixture's teardown run in the parent: their findings fail the teardown."""
+        self._arm(item)
+        result = yield
+        findings = self.session.end_case() if self.session.enabled else []
+        if findings:
+            raise TdebugFailure(Verdict(findings=findings).text(where="this test's teardown"))
+        return result
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        verdict = item.stash.get(VERDICT, None)
+        if call.when == "call" and verdict is not None:
+            report.tdebug = verdict.record()
+        if report.failed and call.excinfo is not None:
+            if isinstance(call.excinfo.value, TdebugFailure):
+                report.longrepr = call.excinfo.value.text
+            elif call.when == "call" and verdict is not None and verdict.own_failure:
+                report.longrepr = verdict.own_failure
+        return report
+
+    def _sanitized_call(self, item: pytest.Item, runtest: Callable[[], None]) -> None:
+        settings = self.settings_for(item)
+        if not isinstance(item, pytest.Function) or hasattr(item, "_testcase"):
+            # unittest and other items report failures through the item, not by raising: run in-process.
+            self._in_process(item, runtest, settings)
+            return
+        run = run_test(item, runtest, self.session, settings)
+        verdict = _verdict(run, settings)
+        item.stash[VERDICT] = verdict
+        failures = [(index, child.result["failure"]) for index, child in run.passes
+                    if child.result and child.result["failure"]]
+        if failures:
+            index, failure = failures[0]
+            exc = revive(failure)
+            if failure["kind"] != "failed" and not verdict.failed:  # skip() or xfail() inside the test
+                if isinstance(exc, pytest.skip.Exception):
+                    exc._use_item_location = True
+                if exc is None:
+                    exc = {"skipped": pytest.skip.Exception, "xfailed": pytest.xfail.Exception}[failure["kind"]](
+                        failure["message"])
+                raise exc
+            label = f"(in autotune config pass #{index}: each autotuned kernel ran its config #{index})\n"
+            verdict.own_failure = (label if index else "") + failure["text"]
+            if not verdict.failed:
+                raise exc or TdebugFailure(verdict.own_failure)
+        if verdict.failed:
+            raise TdebugFailure(verdict.text())
+
+    def _in_process(self, item: pytest.Item, runtest: Callable[[], None], settings: Settings) -> None:
+        patches.STATE.config_index = settings.config or 0
+        patches.STATE.launches.clear()
+        try:
+            if settings.skip:
+                runtest()
+            else:
+                with poisoned_empty():
+                    runtest()
+        finally:
+            findings = [] if settings.skip else self.session.end_case()
+            verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(patches.STATE.launches),
+                                                    configs=[settings.config or 0])
+        if verdict.failed:
+            raise TdebugFailure(verdict.text())
+
+
+def _verdict(run: TestRun, settings: Settings) -> Verdict:
+    verdict = Verdict(findings=pass_findings(run), configs=[index for index, _ in run.passes])
+    first = run.passes[0][1]
+    verdict.launches = len(first.result["launches"]) if first.result else len(first.launches())
+    dead = [(index, child) for index, child in run.passes if child.result is None]
+    if dead:
+        index, child = dead[0]
+        verdict.crash = crash_text(child, settings.timeout) + (f" (autotune config pass #{index})" if index else "")
+    return verdict

@@ -1,0 +1,92 @@
+"""What a sanitized test comes to: the failure text pytest shows (findings with their source lines, a
+crash or hang pinned on the launch in flight, the test's own failure) and the record that goes into
+the JSON report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from ..report import Finding, render
+from ..runtime.harness import signal_name
+from .forked import ChildRun
+
+
+class TdebugFailure(Exception):
+    """A test failed because of what tdebug saw (findings, a crash, a hang); the text is the report."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+@dataclass
+class Verdict:
+    """The findings and the crash of one test, its text for pytest and its record for the JSON report."""
+
+    findings: list[Finding] = field(default_factory=list)
+    crash: str = ""  # the crash or hang report, "" when every child reported back
+    launches: int = 0  # launches in the first pass
+    configs: list[int] = field(default_factory=list)  # the autotune config passes that ran
+    own_failure: str = ""  # the test's own failure text (an assertion, an exception), "" if it passed
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings or self.crash)
+
+    def text(self, where: str = "this test") -> str:
+        parts = []
+        if self.crash:
+            parts.append(self.crash)
+        if self.findings:
+            n = sum(f.count for f in self.findings)
+            parts.append(f"tdebug: {len(self.findings)} finding(s) ({n} lane(s)/element(s)) in {where}'s Triton "
+                         "launches:")
+            parts += [render_finding(f) for f in self.findings]
+        if self.own_failure:
+            parts.append("---- the test's own failure ----\n" + self.own_failure)
+        return "\n\n".join(parts)
+
+    def record(self) -> dict:
+        """Plain JSON types only: pytest-xdist carries it from a worker to the controller on the report."""
+        return json.loads(json.dumps({"findings": [f.to_dict() for f in self.findings], "crash": self.crash,
+                                      "launches": self.launches, "configs": self.configs}, default=str))
+
+
+VERDICT = pytest.StashKey[Verdict]()
+
+
+def render_finding(f: Finding) -> str:
+    text = render(f)
+    configs = f.extra.get("configs") or []
+    if configs:
+        text += "\n  autotune config" + ("s " if len(configs) > 1 else " ") + ", ".join(configs)
+    return text
+
+
+def _in_flight(child: ChildRun) -> str:
+    launches = child.launches()
+    if not launches:
+        return "before any Triton launch (in the test's own code or a library it calls)"
+    last = launches[-1]
+    config = f", config #{last['config_index']} ({last['config']})" if last.get("config") else ""
+    return f"during or after launch {len(launches)} of the test (kernel {last['kernel']}{config})"
+
+
+def crash_text(child: ChildRun, timeout: float | None) -> str:
+    """Why a child gave no result: killed by a signal, exited early, or hung."""
+    where = _in_flight(child)
+    if child.hung:
+        return (f"tdebug: HANG: no result after {timeout:.0f} s, the test was killed {where}. A kernel that "
+                "never ends (a data-dependent loop bound) or one too slow for the interpreter at this size (raise "
+                "--tdebug-timeout or @pytest.mark.tdebug(timeout=...), or test a smaller shape).")
+    if child.exit_code < 0:
+        return (f"tdebug: CRASH: the test's process died ({signal_name(child.exit_code)}) {where}; the session "
+                "goes on. Under the sanitizer out-of-bounds lanes of tensor arguments are masked off, so look "
+                "for an address it cannot see: a pointer cast from an integer or loaded from memory, a launch "
+                "with no tensor argument, or native code. The Python traceback at the crash is under "
+                "'Captured stderr call'.")
+    return (f"tdebug: CRASH: the test's process exited with code {child.exit_code} {where} before reporting "
+            "(os._exit in the test, or tdebug's own error: see 'Captured stderr call').")

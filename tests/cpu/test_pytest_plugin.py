@@ -1,0 +1,117 @@
+"""pytest --tdebug on a small Triton test suite (tests/cpu/data/plugin_suite.py), run by pytester in a
+subprocess as a user runs it: findings fail their test, a crash or hang only its own, every autotune
+config, the markers, the same results with pytest-xdist, and the catalogue's cases as tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).parent / "data" / "plugin_suite.py"
+
+# test id -> (outcome, the checks of its findings, crashed)
+EXPECTED = {
+    "test_suite.py::test_add[1000]": ("passed", [], False),
+    "test_suite.py::test_add[1024]": ("passed", [], False),
+    "test_suite.py::test_add_unmasked_store": ("failed", ["bounds"], False),  # its own assertion passes
+    "test_suite.py::test_wild_store_crashes": ("failed", [], True),
+    "test_suite.py::test_after_the_crash": ("passed", [], False),
+    "test_suite.py::test_double_every_config": ("failed", ["unwritten"], False),
+    "test_suite.py::test_reads_empty_memory": ("failed", ["uninit", "uninit"], False),
+    "test_suite.py::test_reads_empty_memory_unchecked": ("passed", [], False),
+    "test_suite.py::test_add_unmasked_store_race_only": ("passed", [], False),
+    "test_suite.py::TestInUnittestStyle::test_add_unmasked_store": ("failed", ["bounds"], False),
+}
+
+
+def run_suite(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
+    pytester.makepyfile(test_suite=SUITE.read_text())
+    report = pytester.path / "tdebug.json"
+    result = pytester.runpytest_subprocess("--tdebug", "--tdebug-json", str(report), "-p", "no:cacheprovider",
+                                           *args, timeout=600)
+    return result, json.loads(report.read_text())
+
+
+def test_findings_fail_their_test_a_crash_only_its_own_and_xdist_gives_the_same(pytester: pytest.Pytester):
+    result, report = run_suite(pytester, "-k", "not hangs")
+    tests = {t["test"]: t for t in report["tests"]}
+    assert {k: (t["outcome"], sorted(f["check"] for f in t["findings"]), bool(t["crash"]))
+            for k, t in tests.items()} == EXPECTED
+    result.assert_outcomes(passed=5, failed=5, deselected=1)
+    out = result.stdout.str()
+
+    # The unmasked store: the report names the line, the tensor, how far past the end, and that it had no mask.
+    (bounds,) = tests["test_suite.py::test_add_unmasked_store"]["findings"]
+    assert (bounds["kernel"], bounds["tensor"], bounds["count"]) == ("add_kernel", "out_ptr", 24)
+    assert bounds["masked"] is False
+    assert "tl.store(out_ptr + offs, x + y)  # the bug" in SUITE.read_text().splitlines()[bounds["line"] - 1]
+    assert "bounds: store outside every tensor of the launch: past the end of 'out_ptr'" in out
+    assert "'out_ptr' element 1000 (of 1000)" in out
+
+    # The crash: this test fails with the crash report, the next test in the file still runs and passes.
+    crash = tests["test_suite.py::test_wild_store_crashes"]["crash"]
+    assert "CRASH" in crash and "SIGSEGV" in crash and "kernel wild_store_kernel" in crash
+    assert "Fatal Python error: Segmentation fault" in out  # the traceback, under the test's captured stderr
+
+    # Every autotune config: the grid fixed for BLOCK=64 leaves half the output unwritten in config #1 only.
+    double = tests["test_suite.py::test_double_every_config"]
+    assert double["configs"] == [0, 1]
+    assert double["findings"][0]["extra"]["configs"] == ["#1 (BLOCK=32 warps=4 stages=3)"]
+    assert "in autotune config pass #1" in out  # the test's own assertion failed there too
+
+    # pytest-xdist: the same outcomes and the same findings, merged into one JSON report.
+    result_n2, report_n2 = run_suite(pytester, "-k", "not hangs", "-n", "2")
+    result_n2.assert_outcomes(passed=5, failed=5)  # xdist deselects in its workers: not counted here
+    assert report_n2["tests"] == report["tests"]
+    assert report_n2["summary"] == report["summary"]
+
+
+def test_a_hang_fails_its_test_and_one_config_runs_when_asked(pytester: pytest.Pytester):
+    result, report = run_suite(pytester, "-k", "hangs or double", "--tdebug-config", "0")
+    tests = {t["test"]: t for t in report["tests"]}
+    hang = tests["test_suite.py::test_spin_hangs"]
+    assert hang["outcome"] == "failed"
+    assert "HANG: no result after 3 s" in hang["crash"] and "kernel spin_kernel" in hang["crash"]
+    double = tests["test_suite.py::test_double_every_config"]
+    assert (double["outcome"], double["configs"], double["findings"]) == ("passed", [0], [])
+    result.assert_outcomes(passed=1, failed=1, deselected=9)
+
+
+def test_catalogue_cases_are_tests_spread_by_xdist(pytester: pytest.Pytester):
+    from tdebug.catalogue.cases import plan_cases
+    from tdebug.catalogue.spec import load_target
+
+    kernel, bug = REPO / "kernels" / "add.py", REPO / "bugs" / "05_add_store_mask.py"
+    n_cases = len(plan_cases(load_target(kernel).spec, quick=True))
+    report = pytester.path / "catalogue.json"
+    result = pytester.runpytest_subprocess("--tdebug-catalogue", "quick", str(kernel), str(bug), "-n", "2",
+                                           "--tdebug-json", str(report), "-p", "no:cacheprovider", timeout=600)
+    tests = json.loads(report.read_text())["tests"]
+    good = [t for t in tests if t["test"].startswith("kernels/add.py::add[")]
+    bad = [t for t in tests if t["test"].startswith("bugs/05_add_store_mask.py::")]
+    assert len(good) == n_cases and all(t["outcome"] == "passed" and not t["findings"] for t in good)
+    assert bad and all(t["outcome"] == "failed" for t in bad)
+    assert any(f["check"] == "bounds" for t in bad for f in t["findings"])
+    result.assert_outcomes(passed=len(good), failed=len(bad))
+
+
+def test_a_bad_check_name_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("--tdebug", "--tdebug-check", "bounds", "--tdebug-check", "speling")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--tdebug-check: unknown check(s) speling; the checks are assert, bounds,*"])
+
+
+def test_the_plugin_costs_nothing_without_tdebug():
+    """pytest imports the plugin in every session of an environment with tdebug: no torch, no Triton."""
+    code = ("import sys, tdebug.pytest_plugin.plugin; "
+            "print(sorted(m for m in ('torch', 'triton', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
