@@ -12,7 +12,7 @@ import pytest
 
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
-from ..interpreter import patches
+from ..interpreter import patches, stores
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
 from .testrun import Settings, TestRun, pass_findings, revive, run_test
@@ -37,6 +37,7 @@ class Runner:
         self.quick = self.catalogue == "quick"
         self.seed = seed
         patches.install()
+        stores.install()  # which program stored each element: a failing assert_close says where (tdebug.explain)
         patches.STATE.clamp_config = self.config_index is None
         self.session = SanitizerSession(sorted(self.checks))
         self.session.install()

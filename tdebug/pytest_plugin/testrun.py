@@ -5,7 +5,10 @@ the sanitizer's findings and the launches it made."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import faulthandler
+import functools
+import io
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +17,9 @@ import pytest
 
 from ..catalogue.poison import poisoned_empty
 from ..interpreter.patches import STATE, LaunchRecord
+from ..interpreter.stores import RECORDER
 from ..report import Finding
+from ..runtime.localise import explain
 from ..runtime.worker import Channel, exception_finding
 from .forked import ChildRun, run_forked
 
@@ -67,6 +72,49 @@ def prepare_child(channel: Channel, session, settings: Settings) -> None:
     session.checks = settings.checks
 
 
+@contextlib.contextmanager
+def explained_assert_close():
+    """While a test runs, `torch.testing.assert_close` on a kernel's output also says where the output went
+    wrong when it fails: the programs and store lines that wrote the wrong elements and the `tdebug run`
+    command that stops there (tdebug.explain). Calls through a name bound before the test started (`from
+    torch.testing import assert_close` at import) keep the plain message."""
+    import torch.testing
+
+    original = torch.testing.assert_close
+
+    @functools.wraps(original)
+    def assert_close(actual, expected, *args, **kwargs):
+        try:
+            return original(actual, expected, *args, **kwargs)
+        except AssertionError as exc:
+            where = _where(actual, expected, kwargs)
+            if not where:
+                raise
+            raise AssertionError(f"{exc}\n\n{where}") from None
+
+    torch.testing.assert_close = assert_close
+    try:
+        yield
+    finally:
+        torch.testing.assert_close = original
+
+
+def _where(actual, expected, kwargs: dict) -> str:
+    """tdebug.explain's report for a failed comparison of a floating-point tensor ('' when it has none)."""
+    import torch
+
+    if not (isinstance(actual, torch.Tensor) and actual.is_floating_point()):
+        return ""
+    try:
+        found = explain(actual, expected, rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), file=io.StringIO())
+    except Exception as e:  # noqa: BLE001 - the test's own failure stays the message; say why there is no more
+        return f"(tdebug could not localise it: {type(e).__name__}: {e})"
+    if found is None:
+        return ""
+    # Under pytest there is no script to hand to `tdebug run --break`: the report without that command.
+    return "\n".join(line for line in found.lines if not line.lstrip().startswith("stop there"))
+
+
 def _failure(item: pytest.Item, exc: BaseException) -> dict:
     """The test's own exception as the parent needs it: pytest's rendering (made here, where the
     traceback lives) and the exception itself when it pickles (so xfail(raises=...) still works)."""
@@ -102,11 +150,12 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
         STATE.clamp_config = settings.config is None
         failure = None
         findings: list[dict] = []
+        RECORDER.clear()
         try:
             if settings.skip:
                 runtest()
             else:
-                with poisoned_empty():
+                with poisoned_empty(), explained_assert_close():
                     runtest()
         except BaseException as exc:  # noqa: BLE001 - the test's outcome, sent to the parent
             if isinstance(exc, KeyboardInterrupt):

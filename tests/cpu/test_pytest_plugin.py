@@ -115,3 +115,15 @@ def test_the_plugin_costs_nothing_without_tdebug():
             "print(sorted(m for m in ('torch', 'triton', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_failing_assert_close_says_which_program_and_line_wrote_the_wrong_elements(pytester: pytest.Pytester):
+    suite = Path(__file__).parent / "data" / "plugin_explain_suite.py"
+    pytester.makepyfile(test_explain=suite.read_text())
+    result = pytester.runpytest_subprocess("--tdebug", "-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "Mismatched elements: 3 / 300" in out  # torch's own message first
+    assert "where: scale_kernel, output y_ptr" in out
+    store_line = next(i for i, line in enumerate(suite.read_text().splitlines(), 1) if "tl.store(y_ptr" in line)
+    assert f":{store_line}" in out and "program 4" in out  # the last block (elements 256-299) stored them
