@@ -174,8 +174,6 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         raise click.UsageError(f"--engine symbolic {problem}")
     seed = fresh_seed() if seed is None else seed
     use_tools, gpu_interpreter, line = plan_engines(device, engine)
-    if line:
-        click.echo(line, err=True)
     use_gpu = use_tools or gpu_interpreter
     job_engine = "symbolic" if engine == "symbolic" else "tdebug"
     limits = _limits(max_programs, max_mib, use_gpu)
@@ -198,6 +196,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     inputs = [path for path, _ in targets if Path(path).is_file()]
     json_file = output_file(json_path, "--json", inputs)
     output_file(keep_log, "--keep-log", inputs + ([json_file] if json_file else []))
+    if line:  # after the checks of what the user asked: an error is the one line on stderr
+        click.echo(line, err=True)
     gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
     report = []
     rows = []
