@@ -19,7 +19,7 @@ class NothingChecked(click.UsageError):
 
 EXIT_CODES = ("Exit codes: 0 clean / all pass; 1 findings or failures; 2 usage error; 3 tdebug could not do "
               "the job (an internal error, a kernel the interpreter cannot run, a missing tool).")
-COULD_NOT_RUN = frozenset({"internal", "unsupported"})  # case statuses: tdebug did not check the case
+COULD_NOT_RUN = frozenset({"internal", "unsupported", "not-checked"})  # statuses: tdebug did not check the case
 
 
 class CouldNotRun(click.ClickException):

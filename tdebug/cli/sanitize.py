@@ -62,9 +62,10 @@ NO_CS = "compute-sanitizer was not found (install the CUDA toolkit or put it on 
 
 
 def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
-    """(run compute-sanitizer, run tdebug's interpreter pass on the GPU, a line for stderr or "").
+    """(run compute-sanitizer, run tdebug's interpreter pass on the GPU, a note to print or "").
     On the CPU path (no GPU, --device cpu, or the symbolic engine) both are False: the job runs as before.
-    Raises click.UsageError for what cannot run here."""
+    Raises click.UsageError for a contradiction (the GPU tools with --device cpu), CouldNotRun (exit 3) for a
+    GPU or compute-sanitizer asked for and missing."""
     if device == "cpu" or engine == "symbolic":
         if engine == "compute-sanitizer":
             raise click.UsageError("--engine compute-sanitizer needs a GPU (--device auto or cuda)")
@@ -196,8 +197,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     inputs = [path for path, _ in targets if Path(path).is_file()]
     json_file = output_file(json_path, "--json", inputs)
     output_file(keep_log, "--keep-log", inputs + ([json_file] if json_file else []))
-    if line:  # after the checks of what the user asked: an error is the one line on stderr
-        click.echo(line, err=True)
+    if line:  # a note, on stdout: stderr is for the one line of an error
+        click.echo(line)
     gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
     report = []
     rows = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .frames import KernelError
+
 
 @dataclass
 class Limits:
@@ -12,7 +14,7 @@ class Limits:
     max_bytes: int = 0  # bytes of distinct tensor storages one launch takes (0: no cap)
 
 
-class LaunchTooLarge(RuntimeError):
+class LaunchTooLarge(KernelError, RuntimeError):
     """A launch over a cap: the interpreter run stops here, and says what it did not check."""
 
     def __init__(self, kernel: str, what: str, size: int, cap: int, option: str) -> None:

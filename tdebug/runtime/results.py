@@ -11,7 +11,7 @@ from ..report import Finding, render
 class CaseResult:
     index: int
     label: str
-    status: str  # pass, fail, error, assert, overflow, crash, hang, unsupported/internal (could not run),
+    status: str  # pass, fail, error, assert, overflow, crash, hang, unsupported/internal/not-checked (could not run),
                  # quit (the person quit the debugger)
     findings: list[Finding] = field(default_factory=list)
     comparisons: list[dict] = field(default_factory=list)

@@ -98,7 +98,8 @@ def internal_finding(exc: BaseException) -> Finding:
 
 
 # A case's status for the finding of the exception that ended it (anything else: "error").
-EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "internal", "unsupported": "unsupported"}
+EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "internal", "unsupported": "unsupported",
+                    "not-checked": "not-checked"}
 
 
 def _float64(x):
@@ -379,6 +380,8 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         result["status"] = "internal"
     elif "unsupported" in checks:
         result["status"] = "unsupported"
+    elif "not-checked" in checks:
+        result["status"] = "not-checked"
     elif checks & {"assert", "overflow"}:
         result["status"] = "assert"
     elif result["findings"] or exit_code:

@@ -250,8 +250,17 @@ def fakes(monkeypatch, files):
     def run_job(*args, **kwargs):
         return holder["children"](*args, **kwargs)
 
+    import importlib
+    import pkgutil
     import sys
 
+    import tdebug
+
+    # Every module that imports run_job, imported now: one first imported under the fake below would keep
+    # it after the test (the CLI loads its subcommands lazily).
+    for info in pkgutil.walk_packages(tdebug.__path__, "tdebug."):
+        if not info.name.endswith(("__main__", ".probe")):
+            importlib.import_module(info.name)
     real = harness.run_job
     for name, module in list(sys.modules.items()):  # modules that imported it already...
         if name.startswith("tdebug") and getattr(module, "run_job", None) is real:

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from tdebug.cli import cli
+from tdebug.cli.common import CouldNotRun
 from tdebug.cli.sanitize import plan_engines
 from tdebug.report import Finding
 from tdebug.runtime.results import CaseResult, JobResult
@@ -113,9 +114,11 @@ def test_engine_plan_without_a_gpu(monkeypatch):
     assert plan_engines("cpu", "auto") == (False, False, "")
     use_tools, interp, line = plan_engines("auto", "auto")
     assert (use_tools, interp) == (False, False) and "using the interpreter sanitizer on the CPU" in line
-    for device, engine in (("cuda", "auto"), ("auto", "compute-sanitizer"), ("cpu", "compute-sanitizer")):
-        with pytest.raises(click.UsageError):
+    for device, engine in (("cuda", "auto"), ("auto", "compute-sanitizer")):
+        with pytest.raises(CouldNotRun):  # a missing GPU: exit 3
             plan_engines(device, engine)
+    with pytest.raises(click.UsageError):  # asking for the GPU tools and the CPU at once: exit 2
+        plan_engines("cpu", "compute-sanitizer")
 
 
 def test_engine_plan_with_a_gpu(monkeypatch):
@@ -127,7 +130,7 @@ def test_engine_plan_with_a_gpu(monkeypatch):
     assert plan_engines("cuda", "symbolic") == (False, False, "")
     monkeypatch.setattr("tdebug.cli.sanitize._compute_sanitizer_found", lambda: False)
     assert plan_engines("auto", "auto")[:2] == (False, True)
-    with pytest.raises(click.UsageError):
+    with pytest.raises(CouldNotRun):  # a missing GPU or tool: exit 3
         plan_engines("cuda", "auto")
 
 
@@ -147,7 +150,7 @@ def test_size_cap_stops_the_interpreter_with_a_note_never_clean(tmp_path):
     (case,) = report["targets"][0]["cases"]
     stops = [f for f in case["findings"] if f["check"] == "not-checked"]
     assert stops and "--max-programs" in stops[0]["message"] and "over the cap of 2" in stops[0]["message"]
-    assert result.exit_code == 1  # on the CPU path a stopped run is a failed case, as any run that broke
+    assert result.exit_code == 3  # not everything was checked: tdebug could not do the whole job
     assert "clean" not in result.output
 
 
