@@ -68,7 +68,7 @@ def _run(job: dict, channel: Channel) -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import patches as interpret
 
-        interpret.install()
+        interpret.install(exact_values=job.get("engine") != "symbolic")
         if job.get("engine") != "symbolic":  # triton-viz's symbolic launches compute no stores to record
             from .interpreter import stores
 

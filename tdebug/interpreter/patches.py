@@ -195,7 +195,9 @@ def _record_launches() -> None:
         patch(interpreter, "_patch_lang_tensor", _squeeze_index)
 
 
-def install() -> None:
+def install(exact_values: bool = True) -> None:
+    """Install every patch. exact_values=False leaves out exact bf16/fp8 and fused multiply-add rounding
+    (for triton-viz's symbolic engine, whose values are expressions, not numbers)."""
     if STATE.installed:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
@@ -205,8 +207,8 @@ def install() -> None:
     _enable_device_assert()
     pin_autotune()
     _record_launches()
-    for module in (scalars, grid, libdevice, bf16, fma):  # fma wraps bf16's arithmetic: after it
-        module.install()
+    for module in (scalars, grid, libdevice) + ((bf16, fma) if exact_values else ()):
+        module.install()  # fma wraps bf16's arithmetic: after it
     aliases.install()
     block_pointers.install()
     STATE.installed = True

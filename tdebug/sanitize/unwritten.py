@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import poison_mask
+from ..interpreter.frames import KernelError
 from ..report import Finding
 from .live import PointerReach
 from .locks import LockOrder
@@ -30,7 +31,7 @@ PROBE_SECONDS = 10.0  # per launch
 ACCESSES_PER_PROBE = 50_000  # a virtual program spinning on a lock that nothing releases is cut here
 
 
-class ProbeAbort(Exception):
+class ProbeAbort(KernelError, Exception):
     """A virtual program left the kernel's domain (out of bounds) or ran too long."""
 
 
