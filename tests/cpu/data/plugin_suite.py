@@ -42,7 +42,7 @@ def double(x):
 
 @triton.jit
 def wild_store_kernel(address, n, BLOCK: tl.constexpr):
-    ptr = address.to(tl.int64).to(tl.pointer_type(tl.float32))  # an address from an integer: unchecked
+    ptr = address.to(tl.int64).to(tl.pointer_type(tl.float32))  # an address from an integer
     offs = tl.arange(0, BLOCK)
     tl.store(ptr + offs, tl.zeros([BLOCK], tl.float32), mask=offs < n)
 
@@ -66,6 +66,7 @@ def test_add_unmasked_store():
     torch.testing.assert_close(add(x, y, mask_store=False), x + y)  # passes: the damage is past the end
 
 
+@pytest.mark.tdebug(skip=True)  # checked, the store would be a finding (no live tensor there); unchecked it crashes
 def test_wild_store_crashes():
     wild_store_kernel[(1,)](16, 4, BLOCK=4)
 
