@@ -123,8 +123,11 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         write_atomic(json_file, json.dumps(payload, indent=1, default=str))
         click.echo(f"wrote {json_path}")
     failed = totals["fail"] > 0 or lint_count > 0
-    incomplete = any(r.fatal for _, r in results) | could_not_run((c for _, r in results for c in r.cases),
-                                                                  instead="tdebug check FILE --device cuda")
+    incomplete = could_not_run((c for _, r in results for c in r.cases), instead="tdebug check FILE --device cuda")
+    for path, result in results:  # a file that could not even be planned (it raised at import): one line each
+        if result.fatal:
+            click.echo(f"tdebug: error: {path}: {result.fatal}", err=True)
+            incomplete = True
     if not failed and not incomplete and totals["pass"] == 0:
         raise NothingChecked("no case ran (every file planned 0 cases): nothing was checked")
     raise SystemExit(exit_code(failed, incomplete))
