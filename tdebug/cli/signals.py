@@ -46,12 +46,7 @@ def stop(exc: BaseException | int) -> int:
 
 def leave(code: int) -> None:
     """After a stop: exit now, skipping the interpreter's teardown (a second with torch loaded)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    processes.exit_now(code)
 
 
 def stopped() -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..runtime.harness import EventPipe
+from ..runtime.processes import exit_now
 from ..runtime.worker import Channel
 
 
@@ -36,15 +37,6 @@ class ChildRun:
     def launches(self) -> list[dict]:
         """The launches the child announced (kernel, config) before it ended."""
         return [e for e in self.events if e["event"] == "launch"]
-
-
-def _quiet_exit(code: int) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
 
 
 def _kill_group(pid: int) -> None:
@@ -72,7 +64,7 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
         except BaseException:  # noqa: BLE001 - work() reports the test's own exceptions; this is tdebug's
             traceback.print_exc()
             code = 3
-        _quiet_exit(code)
+        exit_now(code)
     os.close(write_fd)
     run = ChildRun()
     pipe = EventPipe(read_fd)

@@ -25,6 +25,7 @@ from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import Case, load_target
 from ..interpreter.versions import take_faults
 from ..report import Finding
+from .processes import exit_now
 
 
 class Channel:
@@ -139,12 +140,7 @@ def _case_marker(index: int) -> None:
 
 def _leave() -> None:
     """Exit at once after a CUDA error: the harness starts a fresh child for the next case."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(0)
+    exit_now(0)
 # --- end GPU modes ---
 
 
