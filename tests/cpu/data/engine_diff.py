@@ -1,0 +1,100 @@
+"""The batched engine against the serial one, in one process: every quick case of the given catalogue files run
+under both, outputs compared bit for bit (in-place inputs too), findings (check, file:line, tensor, count,
+programs, examples) and store records (program, line, elements) compared as they are.
+
+    python engine_diff.py FILE... [--max-cases N]      prints one JSON line: {"cases": n, "differences": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import torch  # noqa: E402
+
+from tdebug.catalogue.cases import plan_cases  # noqa: E402
+from tdebug.catalogue.poison import poisoned_empty  # noqa: E402
+from tdebug.catalogue.spec import load_target  # noqa: E402
+from tdebug.interpreter import grid_loop, patches, stores  # noqa: E402
+from tdebug.runtime.worker import judged_spec  # noqa: E402
+from tdebug.sanitize.session import SanitizerSession  # noqa: E402
+
+
+def _bits(x):
+    if isinstance(x, torch.Tensor):
+        t = x.detach().contiguous()
+        return t.view(torch.uint8).clone() if t.numel() else t.clone()
+    if isinstance(x, (list, tuple)):
+        return [_bits(v) for v in x]
+    return x
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _records():
+    out = []
+    for launch in stores.RECORDER.launches:
+        for r in launch.records:
+            out.append((launch.index, launch.kernel, r.pid, r.line, r.offsets.tolist(), r.lanes.tolist(), r.hit))
+        out.append(("scalars", launch.index, sorted((k, sorted(v.items())) for k, v in launch.scalars.items())))
+    return sorted(out, key=repr)
+
+
+def run(spec, case, session, executor: str):
+    os.environ["TDEBUG_EXECUTOR"] = executor
+    patches.STATE.config_index = case.config
+    patches.STATE.launches.clear()
+    stores.RECORDER.clear()
+    inputs = spec.make_inputs(case)
+    session.begin_case()
+    error = ""
+    out = None
+    try:
+        with poisoned_empty():
+            out = spec.launch(*inputs)
+    except Exception as e:  # noqa: BLE001 - a kernel's exception is part of what both engines must agree on
+        error = f"{type(e).__name__}: {e}"
+    findings = sorted(json.dumps(f.to_dict(), sort_keys=True, default=str) for f in session.end_case())
+    return {"out": _bits(out), "inputs": _bits(list(inputs)), "findings": findings, "error": error,
+            "records": _records()}
+
+
+def main(argv: list[str]) -> int:
+    max_cases = 0
+    if "--max-cases" in argv:
+        i = argv.index("--max-cases")
+        max_cases = int(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
+    patches.install()
+    stores.install()
+    session = SanitizerSession()
+    session.install()
+    differences, count = [], 0
+    for path in argv:
+        target = load_target(path)
+        spec = judged_spec(target, None)
+        cases = plan_cases(spec, quick=True, seed=1)
+        for case in cases[:max_cases] if max_cases else cases:
+            count += 1
+            a = run(spec, case, session, "serial")
+            b = run(spec, case, session, "batched")
+            for key in ("out", "inputs", "findings", "error", "records"):
+                if not _same(a[key], b[key]):
+                    differences.append({"file": path, "case": case.label(), "what": key,
+                                        "serial": str(a[key])[:300], "batched": str(b[key])[:300]})
+    print(json.dumps({"cases": count, "differences": differences, "batched_launches": grid_loop.STATS.launches_batched,
+                      "fallbacks": sorted(set(grid_loop.STATS.fallbacks))}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
