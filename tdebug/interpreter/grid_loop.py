@@ -43,6 +43,10 @@ class Listener(Protocol):
 
     def commit(self, token: Any) -> None: ...
 
+    def serial_reason(self, token: Any) -> str | None:
+        """Why the batch since `token` must run again on the serial engine (None: it need not)."""
+        ...
+
 
 @dataclass
 class Stats:
@@ -177,9 +181,22 @@ class BatchedLaunch:
                 raise
             finally:
                 program_axis.CURRENT = None
+            why = next(filter(None, (getattr(listener, "serial_reason", _never)(token)
+                                     for listener, token in zip(LISTENERS, tokens))), None)
+            if why is not None:  # e.g. a race between programs: its findings depend on the programs' order
+                memory.restore()
+                for listener, token in zip(LISTENERS, tokens):
+                    listener.rollback(token)
+                self.serial_from = why
+                todo.insert(0, part)
+                continue
             for listener, token in zip(LISTENERS, tokens):
                 listener.commit(token)
             self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST[0]))))
+
+
+def _never(token: Any) -> None:
+    return None
 
 
 def _split(pids: np.ndarray, values: np.ndarray) -> list[np.ndarray]:

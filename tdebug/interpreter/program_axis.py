@@ -92,6 +92,12 @@ def lane_programs() -> Batch | None:
     return b if b is not None and b.index == WHOLE else None
 
 
+def batched_op(handles) -> bool:
+    """Is a batched op running on these operands (their results carry the program axis)?"""
+    b = CURRENT
+    return b is not None and b.index is None and _any_batched(handles)
+
+
 def is_batched(h) -> bool:
     return getattr(h, MARK, False)
 
@@ -380,9 +386,9 @@ def _reduction(original):
             out = original(shifted, tuple(inputs))
         finally:
             _REDUCING[0] -= 1
-        outs = out if isinstance(out, (list, tuple)) else [out]
-        for t in outs:
-            _retype(t, P, flat and getattr(self, "keep_dims", False), rank)
+        if flat and getattr(self, "keep_dims", False):  # every axis kept, each of size 1
+            for t in out if isinstance(out, (list, tuple)) else [out]:
+                _keep_all(t, P, rank)
         return out
 
     return apply_impl
@@ -408,22 +414,13 @@ def _to_tensor(original):
     return to_tensor
 
 
-def _retype(t, P: int, keep_all: bool, rank: int) -> None:
-    """A reduction's output computed with the program axis in front: the type of one program's part."""
+def _keep_all(t, P: int, rank: int) -> None:
+    """A whole-block reduction with keep_dims: one element in every one of the block's dims, per program."""
     import triton.language as tl
 
     h = t.handle
-    data = np.asarray(h.data)
-    if keep_all:
-        data = data.reshape((P,) + (1,) * rank)
-    per = data.shape[1:]
-    scalar = t.dtype.scalar if hasattr(t.dtype, "scalar") else t.dtype
-    if per == ():
-        h.data = data.reshape(P, 1)
-        t.type = scalar
-    else:
-        h.data = data
-        t.type = tl.block_type(scalar, list(per))
+    h.data = np.asarray(h.data).reshape((P,) + (1,) * rank)
+    t.type = tl.block_type(t.dtype.scalar if hasattr(t.dtype, "scalar") else t.dtype, [1] * rank)
     mark(h)
 
 

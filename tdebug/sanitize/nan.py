@@ -13,6 +13,7 @@ those - is never reported, and neither is a lane that the store's mask turns off
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -170,7 +171,7 @@ class NanTracker:
                 if tainted:
                     self._move(name, args, o, outs, bad)
                 continue
-            self._compute(name, operands, o, bad)
+            self._compute(name, operands, o, bad, program_axis.batched_op(args))
 
     def _move(self, name: str, args: tuple, out, outs: tuple, bad: np.ndarray) -> None:
         """A shape op: apply the op itself to the origin ids of its float operands."""
@@ -201,7 +202,7 @@ class NanTracker:
         ids = [int(t[t >= 0].min()) for t in (getattr(h, TAINT) for h in handles) if (t >= 0).any()]
         return min(ids) if ids else -1
 
-    def _compute(self, name: str, operands: list, out, bad: np.ndarray) -> None:
+    def _compute(self, name: str, operands: list, out, bad: np.ndarray, batched: bool = False) -> None:
         shape = out.data.shape
         new = bad.copy()
         lane = np.full(shape, -1, np.int32)
@@ -222,7 +223,7 @@ class NanTracker:
             if first >= 0:
                 lane = np.where(lane >= 0, lane, first)
         if new.any() and len(self.origins) < MAX_ORIGINS:
-            if program_axis.is_batched(out) and program_axis.CURRENT is not None:
+            if batched:
                 self._record_per_program(name, operands, out, new, lane)
             else:
                 lane[new] = self._record(name, operands, out, new)
@@ -245,7 +246,8 @@ class NanTracker:
                 interpreter_builder.grid_idx = batch.pid(int(i))
                 mine = new[i]
                 sliced = [program_axis.slice_program(a, int(i)) for a in operands]
-                lane[i][mine] = self._record(name, sliced, program_axis.slice_program(out, int(i)), mine)
+                lane[i][mine] = self._record(name, sliced, program_axis.slice_program(program_axis.mark(
+                    copy.copy(out)), int(i)), mine)
         finally:
             interpreter_builder.grid_idx = saved
 

@@ -170,6 +170,16 @@ class SanitizerSession:
         if checker is not None and mine is not None:
             checker.commit(mine)
 
+    def serial_reason(self, token: tuple) -> str | None:
+        """A race between programs of a batch: which access of the pair is reported, and what memory holds
+        after, depend on the programs' order; the serial engine's order is the reference."""
+        checker, mine, _ = token
+        if checker is None or mine is None:
+            return None
+        before = sum(i.count for i in mine[0].values() if i.check == "race")
+        now = sum(i.count for i in checker.issues.values() if i.check == "race")
+        return "a race between programs" if now > before else None
+
     # -- launches ------------------------------------------------------------------------------------
     def _begin_launch(self, executor, args_hst, kwargs_hst, args_dev=(), kwargs_dev=None) -> None:
         if not self.enabled:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import grid_loop
+from ..interpreter import grid_loop, program_axis
 from ..interpreter.versions import bind, patch
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
@@ -136,6 +136,7 @@ def install(session: TraceSession) -> None:
     patch(builder, "create_atomic_rmw", _recorded("atomic", "ptr"))
     patch(builder, "create_atomic_cas", _recorded("atomic", "ptr", masked=False))
     grid_loop.register(_Checkpoints())
+    program_axis.PER_LANE[0] = False  # its records are one program's accesses at a time
     serve = _viz_server_run() if session.keep_for_server else None
 
     def make(original):

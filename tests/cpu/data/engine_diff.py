@@ -3,6 +3,7 @@ under both, outputs compared bit for bit (in-place inputs too), findings (check,
 programs, examples) and store records (program, line, elements) compared as they are.
 
     python engine_diff.py FILE... [--max-cases N]      prints one JSON line: {"cases": n, "differences": [...]}
+    python engine_diff.py --scenarios FILE [NAME...]     the same for FILE's scenario_* functions (a fresh seed)
 """
 
 from __future__ import annotations
@@ -68,6 +69,44 @@ def run(spec, case, session, executor: str):
             "records": _records()}
 
 
+def run_scenario(fn, seed: int, session, executor: str):
+    os.environ["TDEBUG_EXECUTOR"] = executor
+    stores.RECORDER.clear()
+    before = grid_loop.STATS.launches_batched
+    session.begin_case()
+    error, out = "", None
+    try:
+        with poisoned_empty():
+            out = fn(seed)
+    except Exception as e:  # noqa: BLE001 - a kernel's exception is part of what both engines must agree on
+        error = f"{type(e).__name__}: {e}"
+    findings = sorted(json.dumps(f.to_dict(), sort_keys=True, default=str) for f in session.end_case())
+    return {"out": _bits(out), "findings": findings, "error": error, "records": _records(),
+            "batched": grid_loop.STATS.launches_batched - before}
+
+
+def scenarios(path: str, names: list[str], session) -> int:
+    from tdebug.catalogue.spec import import_file
+
+    module = import_file(__import__("pathlib").Path(path))
+    seed = int.from_bytes(os.urandom(4), "little")
+    report = {"seed": seed, "scenarios": {}, "differences": []}
+    for name in sorted(n for n in vars(module) if n.startswith("scenario_")):
+        if names and name not in names:
+            continue
+        a = run_scenario(getattr(module, name), seed, session, "serial")
+        b = run_scenario(getattr(module, name), seed, session, "batched")
+        report["scenarios"][name] = {"batched_launches": b["batched"], "error": b["error"],
+                                     "findings": [json.loads(f)["check"] for f in b["findings"]],
+                                     "splits": grid_loop.STATS.splits}
+        for key in ("out", "findings", "error", "records"):
+            if not _same(a[key], b[key]):
+                report["differences"].append({"scenario": name, "what": key, "serial": str(a[key])[:400],
+                                              "batched": str(b[key])[:400]})
+    print(json.dumps(report))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     max_cases = 0
     if "--max-cases" in argv:
@@ -78,6 +117,8 @@ def main(argv: list[str]) -> int:
     stores.install()
     session = SanitizerSession()
     session.install()
+    if argv and argv[0] == "--scenarios":
+        return scenarios(argv[1], argv[2:], session)
     differences, count = [], 0
     for path in argv:
         target = load_target(path)
