@@ -30,7 +30,8 @@ from .versions import patch
 
 EXECUTORS = ("auto", "batched", "serial")
 MAX_BATCH = 4096  # programs in one batch, at most
-BATCH_ELEMENTS = 1 << 22  # aim: a value of one batch holds about this many elements
+# A value of one batch holds about this many elements (a memory op's block times the programs of a batch).
+BATCH_ELEMENTS = int(os.environ.get("TDEBUG_BATCH_ELEMENTS", 1 << 20))
 FIRST_BATCH = 64  # until a launch's block sizes are known
 
 

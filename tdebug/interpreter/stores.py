@@ -152,8 +152,12 @@ class StoreRecorder:
         # The batched engine: the lanes of every program of a batch, a program per row; recorded per program.
         addresses = np.asarray(addresses)
         mask = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)
+        scalars = _integer_scalars(frame) if frame is not None else {}
         for i in range(batch.size):
-            self._store_program(launch, batch.pid(i), (i, batch.size), frame, file, line, addresses[i],
+            pid = batch.pid(i)
+            if pid not in launch.scalars and frame is not None:
+                launch.scalars[pid] = {k: int(v if np.ndim(v) == 0 else v[i]) for k, v in scalars.items()}
+            self._store_program(launch, pid, None, None, file, line, addresses[i],
                                 None if mask is None else mask[i], elsize, atomic)
 
     def _store_program(self, launch: LaunchStores, pid: tuple[int, int, int], program, frame, file: str, line: int,
@@ -189,8 +193,16 @@ def kernel_frame():
 def scalar_locals(frame, program: tuple[int, int] | None = None) -> dict[str, int]:
     """The kernel's integer scalars at this point of a program: pid_m, pid_n, row, ... (not blocks).
     program: (index, batch size) under the batched engine, whose values hold every program of a batch."""
-    found: dict[str, int] = {}
     program = program or current_program()
+    found: dict[str, int] = {}
+    for name, values in _integer_scalars(frame).items():
+        found[name] = int(values if np.ndim(values) == 0 else values[program[0] if program else 0])
+    return found
+
+
+def _integer_scalars(frame) -> dict[str, object]:
+    """The frame's integer scalars: an int, or (batched engine) an array with one value per program."""
+    found: dict[str, object] = {}
     for name, value in frame.f_locals.items():
         if isinstance(value, bool) or name.startswith("_"):
             continue
@@ -199,11 +211,14 @@ def scalar_locals(frame, program: tuple[int, int] | None = None) -> dict[str, in
             continue
         handle = getattr(value, "handle", None)
         data = getattr(handle, "data", None)
-        if program is not None and is_batched(handle):  # the batched engine: this program's value
-            data = data[program[0]]
+        if not isinstance(data, np.ndarray) or not np.issubdtype(data.dtype, np.integer):
+            continue
         kind = getattr(value, "type", None)
-        if isinstance(data, np.ndarray) and data.size == 1 and np.issubdtype(data.dtype, np.integer) \
-                and callable(getattr(kind, "is_block", None)) and not kind.is_block() and not kind.is_ptr():
+        if not callable(getattr(kind, "is_block", None)) or kind.is_block() or kind.is_ptr():
+            continue
+        if is_batched(handle):
+            found[name] = data.reshape(data.shape[0], -1)[:, 0]
+        elif data.size == 1:
             found[name] = int(data.reshape(-1)[0])
     return found
 

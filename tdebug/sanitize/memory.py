@@ -94,6 +94,20 @@ class Shadow:
     atomic_by: np.ndarray
     member_any: np.ndarray | None  # None: some view covers the whole storage
     stored: bool = False
+    _scratch: np.ndarray | None = None  # -1 everywhere between uses (shared): which program a lane left
+
+    def shared(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray:
+        """Per lane of a batched access: does another program's lane of it touch the same element?"""
+        if self._scratch is None:
+            self._scratch = np.full(self.nbytes // self.elsize, -1, dtype=np.int32)
+        scratch = self._scratch
+        scratch[elems] = lane_pids  # one program's pid survives per element
+        lost = scratch[elems] != lane_pids
+        if lost.any():  # the survivor's lanes of those elements are shared too
+            scratch[elems[lost]] = -2
+            lost |= scratch[elems] == -2
+        scratch[elems] = -1
+        return lost
 
     @classmethod
     def create(cls, views: list[ArgView]) -> Shadow:
@@ -179,14 +193,19 @@ def _lanes_of(linear_pid, sel: np.ndarray):
     return linear_pid[sel] if isinstance(linear_pid, np.ndarray) else linear_pid
 
 
-def _first_program(elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray:
-    """Per lane: the lowest program among the lanes of this access that touch the same element."""
-    order = np.lexsort((lane_pids, elems))
-    e = elems[order]
+def _first_program(elems: np.ndarray, lane_pids: np.ndarray, shared: np.ndarray) -> np.ndarray:
+    """Per lane: the lowest program among the lanes of this access that touch the same element (for the lanes
+    `shared` says another program touches too; the lane's own program elsewhere)."""
+    out = lane_pids.copy()
+    if not shared.any():
+        return out
+    idx = np.nonzero(shared)[0]
+    e, p = elems[idx], lane_pids[idx]
+    order = np.lexsort((p, e))
+    e = e[order]
     starts = np.r_[True, e[1:] != e[:-1]]
     low = np.maximum.accumulate(np.where(starts, np.arange(e.size), 0))
-    out = np.empty_like(lane_pids)
-    out[order] = lane_pids[order][low]
+    out[idx[order]] = p[order][low]
     return out
 
 
@@ -400,7 +419,7 @@ class LaunchChecker:
                 ww = (self._unordered(s, "writer", elems, w, linear_pid)
                       | self._unordered(s, "atomic", elems, a, linear_pid))
                 if lanes:  # written by an earlier program of this same op: the serial engine's writer by now
-                    ww |= linear_pid > _first_program(elems, linear_pid)
+                    ww |= linear_pid > _first_program(elems, linear_pid, s.shared(elems, linear_pid))
                 wr = self._unordered(s, "reader", elems, r, linear_pid) | (s.multi_reader[elems] & (r >= 0))
                 self._report("race", "stores to tensor '{}' elements that another program also writes in the "
                              "same launch, without atomics (write/write race; on a 2-D tile, often a missing "
@@ -422,15 +441,23 @@ class LaunchChecker:
     def _readers(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
         """Reader shadow after the loads of many programs, as the serial engine leaves it after running them in
         program order: an element's first reader stays; a second program reading it marks it read by several."""
-        order = np.lexsort((lane_pids, elems))
-        e, p = elems[order], lane_pids[order]
+        shared = s.shared(elems, lane_pids)
+        alone = ~shared
+        e, p = elems[alone], lane_pids[alone]  # elements one program of this access reads
+        before = s.reader[e]
+        self._write(s.multi_reader, e[(before >= 0) & (before != p)], True)
+        fresh = before < 0
+        self._write(s.reader, e[fresh], p[fresh])
+        if not shared.any():
+            return
+        e, p = elems[shared], lane_pids[shared]
+        order = np.lexsort((p, e))
+        e, p = e[order], p[order]
         first = np.r_[True, e[1:] != e[:-1]]
-        last = np.r_[e[1:] != e[:-1], True]
-        ue, low, high = e[first], p[first], p[last]
+        ue, low = e[first], p[first]
         before = s.reader[ue]
-        several = np.where(before >= 0, (low != before) | (high != before), low != high)
+        self._write(s.multi_reader, ue, True)  # two programs of this access read each of them
         self._write(s.reader, ue, np.where(before >= 0, before, low))
-        self._write(s.multi_reader, ue[several], True)
 
     # -- undoing a batch (the batched engine splits a batch whose programs diverge, and runs it again) ---------
     def _write(self, array: np.ndarray, elems: np.ndarray, value) -> None:
