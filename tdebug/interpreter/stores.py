@@ -147,20 +147,20 @@ class StoreRecorder:
         file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
         batch = lane_programs()
         if batch is None:
-            self._store_program(launch, current_pid(), None, frame, file, line, addresses, mask, elsize, atomic)
+            scalars = (lambda: scalar_locals(frame)) if frame is not None else None
+            self._store_program(launch, current_pid(), scalars, file, line, addresses, mask, elsize, atomic)
             return
         # The batched engine: the lanes of every program of a batch, a program per row; recorded per program.
         addresses = np.asarray(addresses)
         mask = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)
-        scalars = _integer_scalars(frame) if frame is not None else {}
+        every = _integer_scalars(frame) if frame is not None else None
         for i in range(batch.size):
-            pid = batch.pid(i)
-            if pid not in launch.scalars and frame is not None:
-                launch.scalars[pid] = {k: int(v if np.ndim(v) == 0 else v[i]) for k, v in scalars.items()}
-            self._store_program(launch, pid, None, None, file, line, addresses[i],
+            scalars = (lambda i=i: {k: int(v if np.ndim(v) == 0 else v[i]) for k, v in every.items()}) \
+                if every is not None else None
+            self._store_program(launch, batch.pid(i), scalars, file, line, addresses[i],
                                 None if mask is None else mask[i], elsize, atomic)
 
-    def _store_program(self, launch: LaunchStores, pid: tuple[int, int, int], program, frame, file: str, line: int,
+    def _store_program(self, launch: LaunchStores, pid: tuple[int, int, int], scalars, file: str, line: int,
                        addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
         key = (pid, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1  # counted with every lane masked off too
@@ -178,8 +178,8 @@ class StoreRecorder:
             if inside.any():
                 launch.records.append(StoreRecord(pid, file, line, start, elsize, (addr[inside] - start) // elsize,
                                                   lanes[inside].astype(np.int64), shape, hit, atomic))
-        if pid not in launch.scalars and frame is not None:
-            launch.scalars[pid] = scalar_locals(frame, program)
+        if pid not in launch.scalars and scalars is not None:
+            launch.scalars[pid] = scalars()
 
 
 def kernel_frame():

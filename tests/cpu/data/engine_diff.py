@@ -26,8 +26,8 @@ from tdebug.sanitize.session import SanitizerSession  # noqa: E402
 
 def _bits(x):
     if isinstance(x, torch.Tensor):
-        t = x.detach().contiguous()
-        return t.view(torch.uint8).clone() if t.numel() else t.clone()
+        t = x.detach().reshape(-1).clone()
+        return t.view(torch.uint8) if t.numel() else t
     if isinstance(x, (list, tuple)):
         return [_bits(v) for v in x]
     return x
