@@ -229,6 +229,9 @@ def _call(original):
 
         if executor() == "serial" or FORCE_SERIAL or program_axis.CURRENT is not None:
             STATS.launches_serial += 1
+            if program_axis.CURRENT is None:
+                why = "TDEBUG_EXECUTOR=serial" if executor() == "serial" else FORCE_SERIAL[0]
+                _say(f"{self.fn.__name__}: serial engine ({why})")
             return original(self, *args_dev, **kwargs)
         argspec = inspect.getfullargspec(self.fn)
         kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}

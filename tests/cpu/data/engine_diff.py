@@ -4,6 +4,7 @@ programs, examples) and store records (program, line, elements) compared as they
 
     python engine_diff.py FILE... [--max-cases N]      prints one JSON line: {"cases": n, "differences": [...]}
     python engine_diff.py --scenarios FILE [NAME...]     the same for FILE's scenario_* functions (a fresh seed)
+    python engine_diff.py --liger [OP...]                 the same for Liger-Kernel's ops (liger_ops.py), fwd + bwd
 """
 
 from __future__ import annotations
@@ -85,10 +86,12 @@ def run_scenario(fn, seed: int, session, executor: str):
             "batched": grid_loop.STATS.launches_batched - before}
 
 
-def scenarios(path: str, names: list[str], session) -> int:
+def scenarios(path, names: list[str], session) -> int:
+    from pathlib import Path
+
     from tdebug.catalogue.spec import import_file
 
-    module = import_file(__import__("pathlib").Path(path))
+    module = import_file(Path(path)) if isinstance(path, str) else path
     seed = int.from_bytes(os.urandom(4), "little")
     report = {"seed": seed, "scenarios": {}, "differences": []}
     for name in sorted(n for n in vars(module) if n.startswith("scenario_")):
@@ -107,6 +110,33 @@ def scenarios(path: str, names: list[str], session) -> int:
     return 0
 
 
+def _liger_scenario(op):
+    """One Liger op, forward and backward, on fresh inputs from `seed`: what it computed, gradients included."""
+    import liger_ops
+
+    def scenario(seed: int):
+        torch.manual_seed(seed)
+        inputs = op.make(op.small)
+        grads = [x.is_floating_point() and i not in op.constants for i, x in enumerate(inputs)]
+        ours = [x.detach().clone().requires_grad_(g) if g else x.clone() for x, g in zip(inputs, grads)]
+        out = liger_ops.outputs(op.liger(*ours))
+        torch.autograd.backward(out, [torch.randn(o.shape) for o in out])
+        return [o.detach() for o in out] + [x.grad for x, g in zip(ours, grads) if g]
+
+    return scenario
+
+
+def liger(names: list[str], session) -> int:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import liger_ops
+
+    module = type(sys)("liger_scenarios")
+    for op in liger_ops.liger_ops():
+        if not names or op.name in names:
+            setattr(module, f"scenario_{op.name}", _liger_scenario(op))
+    return scenarios(module, [], session)
+
+
 def main(argv: list[str]) -> int:
     max_cases = 0
     if "--max-cases" in argv:
@@ -119,6 +149,8 @@ def main(argv: list[str]) -> int:
     session.install()
     if argv and argv[0] == "--scenarios":
         return scenarios(argv[1], argv[2:], session)
+    if argv and argv[0] == "--liger":
+        return liger(argv[1:], session)
     differences, count = [], 0
     for path in argv:
         target = load_target(path)
