@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import provenance
 from .versions import patch
 
 MARK = "_tdebug_batched"
@@ -284,9 +285,11 @@ def _shape_op(name: str):
             batch = CURRENT
             if batch is None or batch.index is not None or not _any_batched(args):
                 return original(*args, **kwargs)
-            P = batch.size
-            if name == "create_get_program_id":
-                pass  # not reached: program ids are batched by _program_id
+            out = batched(batch.size, *args, **kwargs)
+            provenance.inherit(out, args)
+            return out
+
+        def batched(P: int, *args, **kwargs):
             if name == "create_splat":
                 ret_ty, arg = args
                 shape = tuple(ret_ty.shape)

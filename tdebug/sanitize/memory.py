@@ -244,10 +244,11 @@ class LaunchChecker:
             issue = self.issues[key] = Issue(check, message, self.kernel, where[0], where[1], view, masked)
         return issue
 
-    def _nearest(self, addr: int) -> tuple[Shadow, int]:
+    def _nearest(self, addr: int, among: list[Shadow] | None = None) -> tuple[Shadow, int]:
         """The storage nearest to an address outside all of them, and the signed byte distance."""
-        best, best_d = self.shadows[0], None
-        for s in self.shadows:
+        among = among or self.shadows
+        best, best_d = among[0], None
+        for s in among:
             d = addr - s.ptr if addr < s.ptr else addr - (s.ptr + s.nbytes)
             if best_d is None or abs(d) < abs(best_d):
                 best, best_d = s, d
@@ -256,7 +257,8 @@ class LaunchChecker:
     # -- the check ---------------------------------------------------------------------------------
     def access(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, pid: tuple[int, int, int] | None,
                linear_pid: int | np.ndarray, where: tuple[str, int], how: str = "",
-               pid_of: Callable[[int], tuple[int, int, int]] | None = None) -> np.ndarray | None:
+               pid_of: Callable[[int], tuple[int, int, int]] | None = None,
+               origin: int | None = None) -> np.ndarray | None:
         """Check one memory op; returns a mask of lanes safe to perform (None: all requested lanes).
         `how` names the access in bounds findings when "load"/"store" says too little.
 
@@ -276,8 +278,9 @@ class LaunchChecker:
             linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)[lanes]
         bad = np.zeros(lanes.size, dtype=bool)
         access = (kind, how, pid, linear_pid, where, has_mask)
-        unresolved = self._in_storages(self.shadows, access, addrs, np.arange(lanes.size), bad)
-        if unresolved.size and self.reach is not None:
+        home = [s for s in self.shadows if s.ptr == origin] if origin is not None else []
+        unresolved = self._in_storages(home or self.shadows, access, addrs, np.arange(lanes.size), bad)
+        if unresolved.size and self.reach is not None and not home:
             reached = [Shadow.create(views) for views in self.reach.views_for(addrs[unresolved])]
             if reached:
                 self.shadows = sorted(self.shadows + reached, key=lambda s: s.ptr)
@@ -287,7 +290,7 @@ class LaunchChecker:
             if "bounds" in self.checks:
                 out = addrs[unresolved]
                 self._each_program(np.ones(out.size, bool), _lanes_of(linear_pid, unresolved), pid,
-                                   lambda m, p: self._outside_all(out[m], how, p, where, has_mask))
+                                   lambda m, p: self._outside_all(out[m], how, p, where, has_mask, home))
         if not bad.any():
             return None
         safe = active.copy()
@@ -344,8 +347,9 @@ class LaunchChecker:
         return todo[unresolved]
 
     def _outside_all(self, out: np.ndarray, how: str, pid: tuple[int, int, int], where: tuple[str, int],
-                     has_mask: bool) -> None:
-        """A bounds finding for addresses outside every storage the launch may touch."""
+                     has_mask: bool, home: list[Shadow] | None = None) -> None:
+        """A bounds finding for addresses outside every storage the launch may touch (outside `home`, the
+        storage the pointers came from, when it is known)."""
         stale = self.reach.stale(int(out[0])) if self.reach is not None else None
         if stale is not None:
             what, table = stale
@@ -356,14 +360,15 @@ class LaunchChecker:
             issue = self._issue("bounds", f"{how} outside every tensor of the process", where, None, has_mask)
             issue.add(int(out.size), pid, [f"address 0x{int(a):x}" for a in out[:MAX_EXAMPLES]])
             return
-        s, dist = self._nearest(int(out[0]))
+        s, dist = self._nearest(int(out[0]), home)
         view = s.views[0]
         side = "past the end of" if dist >= 0 else "before the start of"
-        issue = self._issue("bounds", f"{how} outside every tensor of the launch: {side} '{view.name}'",
-                            where, view, has_mask)
+        # Known provenance: out of the tensor the pointer came from, wherever the lane lands (placement-free).
+        what = f"{side} '{view.name}'" if home else f"outside every tensor of the launch: {side} '{view.name}'"
+        issue = self._issue("bounds", f"{how} {what}", where, view, has_mask)
         examples = []
         for a in out[:MAX_EXAMPLES]:
-            s2, _ = self._nearest(int(a))
+            s2, _ = self._nearest(int(a), home)
             v2 = s2.views[0]
             element = (int(a) - s2.ptr) // s2.elsize - v2.tensor.storage_offset()
             examples.append(f"'{v2.name}' element {element} (of {v2.tensor.numel()})")

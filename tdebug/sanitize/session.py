@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import grid_loop, program_axis
+from ..interpreter import grid_loop, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patch
@@ -258,7 +258,8 @@ class SanitizerSession:
                 mask_data = None
         if not checker.shadows and (checker.reach is None or not checker.reach.bases.size):
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
-        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of)
+        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
+                              origin=provenance.origin(ptrs))
 
     def _tensor_name(self, addr: int) -> str:
         """The name of the launch's tensor argument whose storage holds a byte address ('' if none)."""
