@@ -158,6 +158,8 @@ _TABLE = [
     Internal("TensorDescHandle", "materialize_pointers", ("self",)),
     Internal("ReduceOps", "*"),
     Internal("ReduceScanOpInterface", "apply"),  # the nan check follows NaN/Inf through reductions
+    # The batched engine (program_axis.py): a reduction's result typed as one program's part.
+    Internal("ReduceScanOpInterface", "to_tensor", ("self", "ret", "dtype")),
     Internal("ScanOps", "*"),
     Internal("triton.language.extra.libdevice", "*"),
     Internal("triton.language.extra.cuda.libdevice", "*"),

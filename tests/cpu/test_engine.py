@@ -89,3 +89,18 @@ def test_the_serial_engine_stays_selectable_and_says_so():
     assert serial.returncode == batched.returncode == 0, serial.stderr + batched.stderr
     assert "serial engine (TDEBUG_EXECUTOR=serial)" in serial.stderr
     assert "batched engine" in batched.stderr and "serial engine" not in batched.stderr
+
+
+def test_findings_do_not_depend_on_where_tensors_lie(tmp_path):
+    """bugs/04's unmasked lanes run past its tensors: judged against the tensor each pointer came from, the
+    findings are the same run after run (they used to vary with where the allocator put the next tensor)."""
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"run{i}.json"
+        proc = _sanitize("bugs/04_gelu_missing_masks.py", "auto", "--shape", "129x127", "--json", str(out))
+        assert proc.returncode == 1, proc.stderr
+        report = json.loads(out.read_text())
+        runs.append([(c["label"], f["check"], f["message"], f["line"], f["count"], f["pids"], f["indices"])
+                     for t in report["targets"] for c in t["cases"] for f in c["findings"]])
+    assert runs[0] == runs[1]
+    assert {f[1] for f in runs[0]} >= {"bounds"}
