@@ -135,7 +135,10 @@ def start(targets: list[tuple[KernelInfo, int]], pid: tuple[int, ...] | None):
     """Arm pdb++ with the breakpoints and start tracing. Returns the debugger; call stop(dbg) after."""
     import pdb  # pdb++ when installed: it replaces the standard module
 
+    from . import grid_loop
+
     builtins.__tdebug_pid_matches__ = lambda: _pid_matches(pid)
+    grid_loop.FORCE_SERIAL.append("a breakpoint is set (pdb stops in one program at a time)")
     dbg = pdb.Pdb()
     cond = "__tdebug_pid_matches__()" if pid is not None else None
     for kernel, line in targets:

@@ -52,6 +52,8 @@ def raised_in_tdebug(exc: BaseException) -> bool:
     KernelError; an exception raised in Triton, numpy, torch or the user's code is the kernel's."""
     if isinstance(exc, KernelError):
         return False
+    if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
+        return raised_in_tdebug(exc.__cause__)  # the interpreter's wrapper: whoever raised what it wraps
     tb = exc.__traceback__
     if tb is None:
         return False

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import grid_loop
 from .frames import current_pid, user_frame
+from .program_axis import current_program, is_batched, lane_programs
 from .versions import bind, patch
 
 MAX_LANES = 1 << 25  # lanes kept over all recorded launches; the oldest launches are dropped beyond it
@@ -108,6 +110,25 @@ class StoreRecorder:
         self._current = launch
         self.launches.append(launch)
 
+    # -- the batched engine's checkpoints (grid_loop.Listener) -------------------------------------------------
+    def checkpoint(self) -> tuple | None:
+        launch = self._current
+        if launch is None:
+            return None
+        return launch, len(launch.records), dict(self._hits), set(launch.scalars)
+
+    def rollback(self, token: tuple | None) -> None:
+        if token is None:
+            return
+        launch, count, hits, scalars = token
+        del launch.records[count:]
+        self._hits = hits
+        for pid in set(launch.scalars) - scalars:
+            del launch.scalars[pid]
+
+    def commit(self, token: tuple | None) -> None:
+        pass
+
     def set_grid(self, grid: tuple[int, ...]) -> None:
         if self._current is not None:
             self._current.grid = tuple(int(g) for g in grid)
@@ -124,7 +145,23 @@ class StoreRecorder:
             return
         frame = kernel_frame()
         file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
-        pid = current_pid()
+        batch = lane_programs()
+        if batch is None:
+            scalars = (lambda: scalar_locals(frame)) if frame is not None else None
+            self._store_program(launch, current_pid(), scalars, file, line, addresses, mask, elsize, atomic)
+            return
+        # The batched engine: the lanes of every program of a batch, a program per row; recorded per program.
+        addresses = np.asarray(addresses)
+        mask = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)
+        every = _integer_scalars(frame) if frame is not None else None
+        for i in range(batch.size):
+            scalars = (lambda i=i: {k: int(v if np.ndim(v) == 0 else v[i]) for k, v in every.items()}) \
+                if every is not None else None
+            self._store_program(launch, batch.pid(i), scalars, file, line, addresses[i],
+                                None if mask is None else mask[i], elsize, atomic)
+
+    def _store_program(self, launch: LaunchStores, pid: tuple[int, int, int], scalars, file: str, line: int,
+                       addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
         key = (pid, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1  # counted with every lane masked off too
         shape = tuple(np.shape(addresses))
@@ -141,8 +178,8 @@ class StoreRecorder:
             if inside.any():
                 launch.records.append(StoreRecord(pid, file, line, start, elsize, (addr[inside] - start) // elsize,
                                                   lanes[inside].astype(np.int64), shape, hit, atomic))
-        if pid not in launch.scalars and frame is not None:
-            launch.scalars[pid] = scalar_locals(frame)
+        if pid not in launch.scalars and scalars is not None:
+            launch.scalars[pid] = scalars()
 
 
 def kernel_frame():
@@ -153,19 +190,35 @@ def kernel_frame():
     return frame
 
 
-def scalar_locals(frame) -> dict[str, int]:
-    """The kernel's integer scalars at this point of a program: pid_m, pid_n, row, ... (not blocks)."""
+def scalar_locals(frame, program: tuple[int, int] | None = None) -> dict[str, int]:
+    """The kernel's integer scalars at this point of a program: pid_m, pid_n, row, ... (not blocks).
+    program: (index, batch size) under the batched engine, whose values hold every program of a batch."""
+    program = program or current_program()
     found: dict[str, int] = {}
+    for name, values in _integer_scalars(frame).items():
+        found[name] = int(values if np.ndim(values) == 0 else values[program[0] if program else 0])
+    return found
+
+
+def _integer_scalars(frame) -> dict[str, object]:
+    """The frame's integer scalars: an int, or (batched engine) an array with one value per program."""
+    found: dict[str, object] = {}
     for name, value in frame.f_locals.items():
         if isinstance(value, bool) or name.startswith("_"):
             continue
         if isinstance(value, (int, np.integer)):
             found[name] = int(value)
             continue
-        data = getattr(getattr(value, "handle", None), "data", None)
+        handle = getattr(value, "handle", None)
+        data = getattr(handle, "data", None)
+        if not isinstance(data, np.ndarray) or not np.issubdtype(data.dtype, np.integer):
+            continue
         kind = getattr(value, "type", None)
-        if isinstance(data, np.ndarray) and data.size == 1 and np.issubdtype(data.dtype, np.integer) \
-                and callable(getattr(kind, "is_block", None)) and not kind.is_block() and not kind.is_ptr():
+        if not callable(getattr(kind, "is_block", None)) or kind.is_block() or kind.is_ptr():
+            continue
+        if is_batched(handle):
+            found[name] = data.reshape(data.shape[0], -1)[:, 0]
+        elif data.size == 1:
             found[name] = int(data.reshape(-1)[0])
     return found
 
@@ -232,5 +285,6 @@ def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
     patch(builder, "create_masked_store", masked_store)
     patch(builder, "create_atomic_rmw", atomic_rmw)
     patch(builder, "set_grid_dim", grid_dim)
+    grid_loop.register(recorder)
     recorder.installed = True
     return recorder

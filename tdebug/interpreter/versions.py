@@ -132,8 +132,9 @@ _TABLE = [
     Internal("GridExecutor", "_restore_args_dev", ("self", "args_dev", "args_hst", "kwargs", "kwargs_hst")),
     Internal("GridExecutor", "__call__", ("self",)),
     Internal("InterpretedFunction", "run", ("self", "warmup")),  # tdebug viz: one traced launch
-    # Language patching per launch; 3.6's tl.tensor.__index__ breaks under numpy >= 2.4 (fixed in 3.7).
-    Internal("triton.runtime.interpreter", "_patch_lang_tensor", ("tensor", "scope"), until=(3, 7)),
+    # Language patching per launch: 3.6's tl.tensor.__index__ breaks under numpy >= 2.4 (fixed in 3.7); the
+    # batched engine's __index__/__bool__ on per-program values (program_axis.py).
+    Internal("triton.runtime.interpreter", "_patch_lang_tensor", ("tensor", "scope")),
     # @triton.autotune: one pinned config instead of benchmarking on a GPU.
     Internal("Autotuner", "run", ("self",)),
     # --engine symbolic: every @triton.jit made afterwards wrapped by triton-viz.
@@ -157,6 +158,8 @@ _TABLE = [
     Internal("TensorDescHandle", "materialize_pointers", ("self",)),
     Internal("ReduceOps", "*"),
     Internal("ReduceScanOpInterface", "apply"),  # the nan check follows NaN/Inf through reductions
+    # The batched engine (program_axis.py): a reduction's result typed as one program's part.
+    Internal("ReduceScanOpInterface", "to_tensor", ("self", "ret", "dtype")),
     Internal("ScanOps", "*"),
     Internal("triton.language.extra.libdevice", "*"),
     Internal("triton.language.extra.cuda.libdevice", "*"),

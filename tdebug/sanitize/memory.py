@@ -13,7 +13,8 @@ read or written by another, without atomics, is a race whatever order the interp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -93,6 +94,20 @@ class Shadow:
     atomic_by: np.ndarray
     member_any: np.ndarray | None  # None: some view covers the whole storage
     stored: bool = False
+    _scratch: np.ndarray | None = None  # -1 everywhere between uses (shared): which program a lane left
+
+    def shared(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray:
+        """Per lane of a batched access: does another program's lane of it touch the same element?"""
+        if self._scratch is None:
+            self._scratch = np.full(self.nbytes // self.elsize, -1, dtype=np.int32)
+        scratch = self._scratch
+        scratch[elems] = lane_pids  # one program's pid survives per element
+        lost = scratch[elems] != lane_pids
+        if lost.any():  # the survivor's lanes of those elements are shared too
+            scratch[elems[lost]] = -2
+            lost |= scratch[elems] == -2
+        scratch[elems] = -1
+        return lost
 
     @classmethod
     def create(cls, views: list[ArgView]) -> Shadow:
@@ -141,16 +156,28 @@ class Issue:
     count: int = 0
     pids: list[tuple[int, ...]] = field(default_factory=list)
     indices: list = field(default_factory=list)
+    _seq: dict = field(default_factory=dict, repr=False)  # examples kept so far, per program
+    _ranked: list = field(default_factory=list, repr=False)  # (pid, that program's example number, example)
 
     def add(self, count: int, pid: tuple[int, ...], examples: list) -> None:
+        """Count lanes; keep the examples of the first programs in the serial engine's order (pid order), each
+        program's in its own order: the same examples whichever engine ran the programs, in whatever order."""
         self.count += count
-        if pid not in self.pids and len(self.pids) < MAX_EXAMPLES:
-            self.pids.append(pid)
+        if pid not in self.pids:
+            self.pids = sorted(self.pids + [pid])[:MAX_EXAMPLES]
+        seq = self._seq.get(pid, 0)
         for e in examples:
-            if len(self.indices) >= MAX_EXAMPLES:
-                break
-            if e not in self.indices:
-                self.indices.append(e)
+            if any(e == x for _, _, x in self._ranked):
+                continue
+            self._ranked.append((pid, seq, e))
+            seq += 1
+        self._seq[pid] = seq
+        self._ranked = sorted(self._ranked, key=lambda r: (r[0], r[1]))[:MAX_EXAMPLES]
+        self.indices = [e for _, _, e in self._ranked]
+
+    def copy(self) -> Issue:
+        return replace(self, pids=list(self.pids), indices=list(self.indices), _seq=dict(self._seq),
+                       _ranked=list(self._ranked))
 
     def finding(self) -> Finding:
         t = self.tensor
@@ -159,6 +186,27 @@ class Issue:
             pids=self.pids, tensor=t.name if t else "",
             tensor_shape=tuple(t.tensor.shape) if t else (), tensor_strides=tuple(t.tensor.stride()) if t else (),
             indices=self.indices, masked=self.masked, count=self.count)
+
+
+def _lanes_of(linear_pid, sel: np.ndarray):
+    """The programs of the lanes `sel` (a batched access), or the one program of the access."""
+    return linear_pid[sel] if isinstance(linear_pid, np.ndarray) else linear_pid
+
+
+def _first_program(elems: np.ndarray, lane_pids: np.ndarray, shared: np.ndarray) -> np.ndarray:
+    """Per lane: the lowest program among the lanes of this access that touch the same element (for the lanes
+    `shared` says another program touches too; the lane's own program elsewhere)."""
+    out = lane_pids.copy()
+    if not shared.any():
+        return out
+    idx = np.nonzero(shared)[0]
+    e, p = elems[idx], lane_pids[idx]
+    order = np.lexsort((p, e))
+    e = e[order]
+    starts = np.r_[True, e[1:] != e[:-1]]
+    low = np.maximum.accumulate(np.where(starts, np.arange(e.size), 0))
+    out[idx[order]] = p[order][low]
+    return out
 
 
 class Reach(Protocol):
@@ -184,6 +232,8 @@ class LaunchChecker:
         self.shadows = [Shadow.create(vs) for vs in by_storage.values()]
         self.shadows.sort(key=lambda s: s.ptr)
         self.issues: dict[tuple, Issue] = {}
+        self._pid_of: Callable[[int], tuple[int, int, int]] | None = None  # batched accesses: linear -> (x, y, z)
+        self.undo: list | None = None  # while a batch runs: (array, elements, old values) to undo it
 
     # -- reporting ---------------------------------------------------------------------------------
     def _issue(self, check: str, message: str, where: tuple[str, int], view: ArgView | None,
@@ -194,20 +244,27 @@ class LaunchChecker:
             issue = self.issues[key] = Issue(check, message, self.kernel, where[0], where[1], view, masked)
         return issue
 
-    def _nearest(self, addr: int) -> tuple[Shadow, int]:
+    def _nearest(self, addr: int, among: list[Shadow] | None = None) -> tuple[Shadow, int]:
         """The storage nearest to an address outside all of them, and the signed byte distance."""
-        best, best_d = self.shadows[0], None
-        for s in self.shadows:
+        among = among or self.shadows
+        best, best_d = among[0], None
+        for s in among:
             d = addr - s.ptr if addr < s.ptr else addr - (s.ptr + s.nbytes)
             if best_d is None or abs(d) < abs(best_d):
                 best, best_d = s, d
         return best, int(best_d if best_d is not None else 0)
 
     # -- the check ---------------------------------------------------------------------------------
-    def access(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, pid: tuple[int, int, int],
-               linear_pid: int, where: tuple[str, int], how: str = "") -> np.ndarray | None:
+    def access(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, pid: tuple[int, int, int] | None,
+               linear_pid: int | np.ndarray, where: tuple[str, int], how: str = "",
+               pid_of: Callable[[int], tuple[int, int, int]] | None = None,
+               origin: int | None = None) -> np.ndarray | None:
         """Check one memory op; returns a mask of lanes safe to perform (None: all requested lanes).
-        `how` names the access in bounds findings when "load"/"store" says too little."""
+        `how` names the access in bounds findings when "load"/"store" says too little.
+
+        The batched engine checks the lanes of many programs in one call: `linear_pid` is then an array, the
+        program of each lane (broadcastable to ptrs), `pid` is None and `pid_of` names a linear program id.
+        Findings are then made per program, as the serial engine makes them one program at a time."""
         flat_ptrs = ptrs.reshape(-1)
         has_mask = mask is not None
         how = how or kind
@@ -216,10 +273,14 @@ class LaunchChecker:
         if lanes.size == 0:
             return None
         addrs = flat_ptrs[lanes]
+        if isinstance(linear_pid, np.ndarray):
+            self._pid_of = pid_of
+            linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)[lanes]
         bad = np.zeros(lanes.size, dtype=bool)
         access = (kind, how, pid, linear_pid, where, has_mask)
-        unresolved = self._in_storages(self.shadows, access, addrs, np.arange(lanes.size), bad)
-        if unresolved.size and self.reach is not None:
+        home = [s for s in self.shadows if s.ptr == origin] if origin is not None else []
+        unresolved = self._in_storages(home or self.shadows, access, addrs, np.arange(lanes.size), bad)
+        if unresolved.size and self.reach is not None and not home:
             reached = [Shadow.create(views) for views in self.reach.views_for(addrs[unresolved])]
             if reached:
                 self.shadows = sorted(self.shadows + reached, key=lambda s: s.ptr)
@@ -227,12 +288,25 @@ class LaunchChecker:
         if unresolved.size:
             bad[unresolved] = True
             if "bounds" in self.checks:
-                self._outside_all(addrs[unresolved], how, pid, where, has_mask)
+                out = addrs[unresolved]
+                self._each_program(np.ones(out.size, bool), _lanes_of(linear_pid, unresolved), pid,
+                                   lambda m, p: self._outside_all(out[m], how, p, where, has_mask, home))
         if not bad.any():
             return None
         safe = active.copy()
         safe[lanes[bad]] = False
         return safe.reshape(ptrs.shape)
+
+    def _each_program(self, found: np.ndarray, lane_pids, pid, report: Callable) -> None:
+        """report(mask, pid) for the lanes in `found`: once (one program), or once per program with such lanes
+        in program order (the batched engine's lanes of many programs)."""
+        if not found.any():
+            return
+        if not isinstance(lane_pids, np.ndarray):
+            report(found, pid)
+            return
+        for p in np.unique(lane_pids[found]):
+            report(found & (lane_pids == p), self._pid_of(int(p)))
 
     def _in_storages(self, shadows: list[Shadow], access: tuple, addrs: np.ndarray, todo: np.ndarray,
                      bad: np.ndarray) -> np.ndarray:
@@ -248,27 +322,34 @@ class LaunchChecker:
             sel = todo[np.nonzero(inside)[0]]
             offs = addrs[sel] - s.ptr
             elems = (offs // s.elsize).astype(np.int64)
+            lane_pids = _lanes_of(linear_pid, sel)
             if s.member_any is not None:
                 outside_view = ~s.member_any[elems]
                 if outside_view.any() and "bounds" in self.checks:
-                    ex = elems[outside_view]
-                    view = s.view_of(int(ex[0]))
-                    issue = self._issue("bounds", f"{how} outside the elements of tensor '{view.name}' "
-                                        "(inside its storage, between or past the view's rows)", where, view, has_mask)
-                    start = view.tensor.storage_offset()
-                    issue.add(int(outside_view.sum()), pid,
-                              [f"element offset {int(e) - start} from '{view.name}'[0]" for e in ex[:MAX_EXAMPLES]])
+                    def report(m, p, s=s, elems=elems):
+                        ex = elems[m]
+                        view = s.view_of(int(ex[0]))
+                        issue = self._issue("bounds", f"{how} outside the elements of tensor '{view.name}' "
+                                            "(inside its storage, between or past the view's rows)", where, view,
+                                            has_mask)
+                        start = view.tensor.storage_offset()
+                        issue.add(int(m.sum()), p, [f"element offset {int(e) - start} from '{view.name}'[0]"
+                                                    for e in ex[:MAX_EXAMPLES]])
+
+                    self._each_program(outside_view, lane_pids, pid, report)
                 if outside_view.any():
                     bad[sel[outside_view]] = True
                     keep = ~outside_view
                     sel, elems = sel[keep], elems[keep]
+                    lane_pids = _lanes_of(linear_pid, sel)
             if elems.size:
-                self._shadow_update(kind, s, elems, pid, linear_pid, where)
+                self._shadow_update(kind, s, elems, pid, lane_pids, where)
         return todo[unresolved]
 
     def _outside_all(self, out: np.ndarray, how: str, pid: tuple[int, int, int], where: tuple[str, int],
-                     has_mask: bool) -> None:
-        """A bounds finding for addresses outside every storage the launch may touch."""
+                     has_mask: bool, home: list[Shadow] | None = None) -> None:
+        """A bounds finding for addresses outside every storage the launch may touch (outside `home`, the
+        storage the pointers came from, when it is known)."""
         stale = self.reach.stale(int(out[0])) if self.reach is not None else None
         if stale is not None:
             what, table = stale
@@ -279,59 +360,62 @@ class LaunchChecker:
             issue = self._issue("bounds", f"{how} outside every tensor of the process", where, None, has_mask)
             issue.add(int(out.size), pid, [f"address 0x{int(a):x}" for a in out[:MAX_EXAMPLES]])
             return
-        s, dist = self._nearest(int(out[0]))
+        s, dist = self._nearest(int(out[0]), home)
         view = s.views[0]
         side = "past the end of" if dist >= 0 else "before the start of"
-        issue = self._issue("bounds", f"{how} outside every tensor of the launch: {side} '{view.name}'",
-                            where, view, has_mask)
+        # Known provenance: out of the tensor the pointer came from, wherever the lane lands (placement-free).
+        what = f"{side} '{view.name}'" if home else f"outside every tensor of the launch: {side} '{view.name}'"
+        issue = self._issue("bounds", f"{how} {what}", where, view, has_mask)
         examples = []
         for a in out[:MAX_EXAMPLES]:
-            s2, _ = self._nearest(int(a))
+            s2, _ = self._nearest(int(a), home)
             v2 = s2.views[0]
             element = (int(a) - s2.ptr) // s2.elsize - v2.tensor.storage_offset()
             examples.append(f"'{v2.name}' element {element} (of {v2.tensor.numel()})")
         issue.add(int(out.size), pid, examples)
 
-    def _shadow_update(self, kind: str, s: Shadow, elems: np.ndarray, pid: tuple[int, int, int],
-                       linear_pid: int, where: tuple[str, int]) -> None:
+    def _report(self, check: str, message: str, s: Shadow, elems: np.ndarray, found: np.ndarray, lane_pids,
+                pid, where: tuple[str, int]) -> None:
+        """A finding about elements of one storage ('{}' in the message: the tensor's name), per program."""
+        def report(m, p):
+            ex = elems[m]
+            view = s.view_of(int(ex[0]))
+            issue = self._issue(check, message.format(view.name), where, view, None)
+            issue.add(int(m.sum()), p, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
+
+        self._each_program(found, lane_pids, pid, report)
+
+    def _shadow_update(self, kind: str, s: Shadow, elems: np.ndarray, pid: tuple[int, int, int] | None,
+                       linear_pid: int | np.ndarray, where: tuple[str, int]) -> None:
         checks = self.checks
+        lanes = isinstance(linear_pid, np.ndarray)  # the batched engine: a program per lane
         if kind == "load":
             if "uninit" in checks:
-                cold = ~s.init[elems]
-                if cold.any():
-                    ex = elems[cold]
-                    view = s.view_of(int(ex[0]))
-                    issue = self._issue("uninit", f"load of tensor '{view.name}' memory that nothing has written "
-                                        "(allocated with torch.empty)", where, view, None)
-                    issue.add(int(cold.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
+                self._report("uninit", "load of tensor '{}' memory that nothing has written (allocated with "
+                             "torch.empty)", s, elems, ~s.init[elems], linear_pid, pid, where)
             if "race" in checks:
-                w = s.writer[elems]
-                other = self._unordered(s, "writer", elems, w, linear_pid)
-                if other.any():
-                    ex = elems[other]
-                    view = s.view_of(int(ex[0]))
-                    issue = self._issue("race", f"load of tensor '{view.name}' elements that another program "
-                                        "stores to in the same launch (read/write race)", where, view, None)
-                    issue.add(int(other.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
+                other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
+                self._report("race", "load of tensor '{}' elements that another program stores to in the same "
+                             "launch (read/write race)", s, elems, other, linear_pid, pid, where)
+                if lanes:
+                    self._readers(s, elems, linear_pid)
+                    return
                 # The reader kept is the last one ordered after the ones before (the first one, without locks).
                 concurrent = self._unordered(s, "reader", elems, s.reader[elems], linear_pid)
                 mine = elems[~concurrent]
-                s.reader[mine] = linear_pid
-                s.multi_reader[elems[concurrent]] = True
+                self._write(s.reader, mine, linear_pid)
+                self._write(s.multi_reader, elems[concurrent], True)
                 self._stamp(s, "reader", mine)
             return
         # store or atomic
+        if self.undo is not None and not s.stored:
+            self.undo.append((s, "stored", None, False))
         s.stored = True
         if kind != "store" and "uninit" in checks:
             # An atomic reads the old value before it writes: on torch.empty memory it adds to garbage.
-            cold = ~s.init[elems]
-            if cold.any():
-                ex = elems[cold]
-                view = s.view_of(int(ex[0]))
-                issue = self._issue("uninit", f"atomic read-modify-write of tensor '{view.name}' memory that "
-                                    "nothing has written (allocated with torch.empty): it combines with garbage",
-                                    where, view, None)
-                issue.add(int(cold.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
+            self._report("uninit", "atomic read-modify-write of tensor '{}' memory that nothing has written "
+                         "(allocated with torch.empty): it combines with garbage", s, elems, ~s.init[elems],
+                         linear_pid, pid, where)
         if "race" in checks:
             if kind == "store":
                 w = s.writer[elems]
@@ -339,33 +423,69 @@ class LaunchChecker:
                 r = s.reader[elems]
                 ww = (self._unordered(s, "writer", elems, w, linear_pid)
                       | self._unordered(s, "atomic", elems, a, linear_pid))
+                if lanes:  # written by an earlier program of this same op: the serial engine's writer by now
+                    ww |= linear_pid > _first_program(elems, linear_pid, s.shared(elems, linear_pid))
                 wr = self._unordered(s, "reader", elems, r, linear_pid) | (s.multi_reader[elems] & (r >= 0))
-                for mask, what in ((ww, "stores to tensor '{}' elements that another program also writes "
-                                         "in the same launch, without atomics (write/write race; on a 2-D "
-                                         "tile, often a missing column mask spilling into the next row)"),
-                                   (wr & ~ww, "stores to tensor '{}' elements that another program reads "
-                                              "in the same launch (read/write race)")):
-                    if mask.any():
-                        ex = elems[mask]
-                        view = s.view_of(int(ex[0]))
-                        issue = self._issue("race", what.format(view.name), where, view, None)
-                        issue.add(int(mask.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
+                self._report("race", "stores to tensor '{}' elements that another program also writes in the "
+                             "same launch, without atomics (write/write race; on a 2-D tile, often a missing "
+                             "column mask spilling into the next row)", s, elems, ww, linear_pid, pid, where)
+                self._report("race", "stores to tensor '{}' elements that another program reads in the same "
+                             "launch (read/write race)", s, elems, wr & ~ww, linear_pid, pid, where)
             else:
-                w = s.writer[elems]
-                mixed = self._unordered(s, "writer", elems, w, linear_pid)
-                if mixed.any():
-                    ex = elems[mixed]
-                    view = s.view_of(int(ex[0]))
-                    issue = self._issue("race", f"atomic on tensor '{view.name}' elements that another program "
-                                        "writes with a plain store in the same launch", where, view, None)
-                    issue.add(int(mixed.sum()), pid, [view.logical_index(int(e)) for e in ex[:MAX_EXAMPLES]])
+                mixed = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
+                self._report("race", "atomic on tensor '{}' elements that another program writes with a plain "
+                             "store in the same launch", s, elems, mixed, linear_pid, pid, where)
         if kind == "store":
-            s.writer[elems] = linear_pid
+            self._write(s.writer, elems, linear_pid)  # lanes in program order: the last program's stays
             self._stamp(s, "writer", elems)
         else:
-            s.atomic_by[elems] = linear_pid
+            self._write(s.atomic_by, elems, linear_pid)
             self._stamp(s, "atomic", elems)
-        s.init[elems] = True
+        self._write(s.init, elems, True)
+
+    def _readers(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
+        """Reader shadow after the loads of many programs, as the serial engine leaves it after running them in
+        program order: an element's first reader stays; a second program reading it marks it read by several."""
+        shared = s.shared(elems, lane_pids)
+        alone = ~shared
+        e, p = elems[alone], lane_pids[alone]  # elements one program of this access reads
+        before = s.reader[e]
+        self._write(s.multi_reader, e[(before >= 0) & (before != p)], True)
+        fresh = before < 0
+        self._write(s.reader, e[fresh], p[fresh])
+        if not shared.any():
+            return
+        e, p = elems[shared], lane_pids[shared]
+        order = np.lexsort((p, e))
+        e, p = e[order], p[order]
+        first = np.r_[True, e[1:] != e[:-1]]
+        ue, low = e[first], p[first]
+        before = s.reader[ue]
+        self._write(s.multi_reader, ue, True)  # two programs of this access read each of them
+        self._write(s.reader, ue, np.where(before >= 0, before, low))
+
+    # -- undoing a batch (the batched engine splits a batch whose programs diverge, and runs it again) ---------
+    def _write(self, array: np.ndarray, elems: np.ndarray, value) -> None:
+        if self.undo is not None and elems.size:
+            self.undo.append((array, elems, array[elems].copy(), None))
+        array[elems] = value
+
+    def checkpoint(self) -> tuple:
+        """Start recording what this launch's checks change, to roll back to here."""
+        self.undo = []
+        return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows))
+
+    def rollback(self, token: tuple) -> None:
+        for array, elems, old, _ in reversed(self.undo or []):
+            if isinstance(elems, str):
+                array.stored = False
+            else:
+                array[elems] = old
+        self.issues, self.shadows = token
+        self.undo = None
+
+    def commit(self, token: tuple) -> None:
+        self.undo = None
 
     # -- order through locks (locks.py): an access ordered before this program's is no race -------------
     def _unordered(self, s: Shadow, role: str, elems: np.ndarray, pids: np.ndarray, linear_pid: int) -> np.ndarray:

@@ -13,11 +13,14 @@ those - is never reported, and neither is a lane that the store's mask turns off
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..interpreter import program_axis
 from ..interpreter.frames import current_pid, user_frame
 from ..interpreter.versions import bind, patch
 from ..report import Finding
@@ -81,6 +84,7 @@ class _Reached:
     count: int = 0
     pids: list[tuple[int, ...]] = field(default_factory=list)
     lanes: list[str] = field(default_factory=list)
+    ranked: list = field(default_factory=list, repr=False)  # (program, its lane number, text) behind `lanes`
 
 
 def _float_handles(values) -> list:
@@ -132,6 +136,17 @@ class NanTracker:
         self.reached = {}
         return out
 
+    # -- the batched engine's checkpoints --------------------------------------------------------------
+    def checkpoint(self) -> tuple:
+        return len(self.origins), {k: dataclasses.replace(r, pids=list(r.pids), lanes=list(r.lanes),
+                                                                       ranked=list(r.ranked))
+                                   for k, r in self.reached.items()}
+
+    def rollback(self, token: tuple) -> None:
+        count, reached = token
+        del self.origins[count:]
+        self.reached = reached
+
     # -- launches -----------------------------------------------------------------------------------
     def begin_launch(self, kernel: str) -> None:
         self.kernel, self.live, self.pending, self.origins = kernel, False, False, []
@@ -156,7 +171,7 @@ class NanTracker:
                 if tainted:
                     self._move(name, args, o, outs, bad)
                 continue
-            self._compute(name, operands, o, bad)
+            self._compute(name, operands, o, bad, program_axis.batched_op(args))
 
     def _move(self, name: str, args: tuple, out, outs: tuple, bad: np.ndarray) -> None:
         """A shape op: apply the op itself to the origin ids of its float operands."""
@@ -170,7 +185,12 @@ class NanTracker:
             return TensorHandle(t if t is not None else np.full(a.data.shape, -1, np.int32), int32)
 
         try:
-            moved = getattr(self, "_original_" + name)(*[ids(a) for a in args])
+            if program_axis.CURRENT is not None and any(program_axis.is_batched(a) for a in args):
+                from triton.runtime.interpreter import interpreter_builder
+
+                moved = getattr(interpreter_builder, name)(*[_same_axis(ids(a), a) for a in args])
+            else:
+                moved = getattr(self, "_original_" + name)(*[ids(a) for a in args])
             moved = moved[outs.index(out)] if isinstance(moved, tuple) else moved
             lane = np.where(bad, moved.data.astype(np.int32), -1)
         except Exception:  # noqa: BLE001 - an op this version does differently: keep the origin, lose the lanes
@@ -182,7 +202,7 @@ class NanTracker:
         ids = [int(t[t >= 0].min()) for t in (getattr(h, TAINT) for h in handles) if (t >= 0).any()]
         return min(ids) if ids else -1
 
-    def _compute(self, name: str, operands: list, out, bad: np.ndarray) -> None:
+    def _compute(self, name: str, operands: list, out, bad: np.ndarray, batched: bool = False) -> None:
         shape = out.data.shape
         new = bad.copy()
         lane = np.full(shape, -1, np.int32)
@@ -203,7 +223,10 @@ class NanTracker:
             if first >= 0:
                 lane = np.where(lane >= 0, lane, first)
         if new.any() and len(self.origins) < MAX_ORIGINS:
-            lane[new] = self._record(name, operands, out, new)
+            if batched:
+                self._record_per_program(name, operands, out, new, lane)
+            else:
+                lane[new] = self._record(name, operands, out, new)
         lane[~bad] = -1
         self._set(out, lane)
 
@@ -211,6 +234,22 @@ class NanTracker:
         if (lane >= 0).any():
             setattr(out, TAINT, lane)
             self.live = True
+
+    def _record_per_program(self, name: str, operands: list, out, new: np.ndarray, lane: np.ndarray) -> None:
+        """A batched op: one origin per program that made a new NaN/Inf, as the serial engine records them."""
+        from triton.runtime.interpreter import interpreter_builder
+
+        batch = program_axis.CURRENT
+        saved = interpreter_builder.grid_idx
+        try:
+            for i in np.nonzero(new.reshape(new.shape[0], -1).any(axis=1))[0]:
+                interpreter_builder.grid_idx = batch.pid(int(i))
+                mine = new[i]
+                sliced = [program_axis.slice_program(a, int(i)) for a in operands]
+                lane[i][mine] = self._record(name, sliced, program_axis.slice_program(program_axis.mark(
+                    copy.copy(out)), int(i)), mine)
+        finally:
+            interpreter_builder.grid_idx = saved
 
     def _record(self, name: str, operands: list, out, new: np.ndarray) -> int:
         frame = user_frame()
@@ -261,11 +300,14 @@ class NanTracker:
             if r is None:
                 r = self.reached[key] = _Reached(origin, tensor, store, self.kernel, stored)
             r.count += int(lanes.sum())
-            if origin.pid not in r.pids and len(r.pids) < MAX_EXAMPLES:
-                r.pids.append(origin.pid)
-            for text in origin.lanes:
-                if len(r.lanes) < MAX_EXAMPLES and text not in r.lanes:
-                    r.lanes.append(text)
+            # The first programs in the serial engine's order, each one's lanes in its order: the same examples
+            # whichever engine ran the programs.
+            if origin.pid not in r.pids:
+                r.pids = sorted(r.pids + [origin.pid])[:MAX_EXAMPLES]
+            ranked = r.ranked + [(origin.pid, n, t) for n, t in enumerate(origin.lanes)
+                                 if all(t != x for _, _, x in r.ranked)]
+            r.ranked = sorted(ranked, key=lambda e: (e[0], e[1]))[:MAX_EXAMPLES]
+            r.lanes = [t for _, _, t in r.ranked]
 
     # -- patches ---------------------------------------------------------------------------------------
     def install(self) -> None:
@@ -283,6 +325,11 @@ class NanTracker:
             declared = getattr(type(builder), name)  # Triton's own signature, whatever wraps the instance's
             patch(builder, name, lambda original, d=declared, v=value: _checked_store(tracker, original, d, v))
         patch(interpreter.GridExecutor, "__call__", lambda original: _flagged_launch(tracker, original))
+
+
+def _same_axis(ids, handle):
+    """An origin-id handle batched (a program axis in front) when the value it stands for is."""
+    return program_axis.mark(ids) if program_axis.is_batched(handle) and ids is not handle else ids
 
 
 def _watched(tracker: NanTracker, name: str, original):

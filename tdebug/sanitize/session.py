@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
+from ..interpreter import grid_loop, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patch
@@ -150,6 +151,34 @@ class SanitizerSession:
         patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
         locks.install(lambda: session.current)
         live.install(lambda: session.current)
+        grid_loop.register(self)  # the batched engine undoes a batch it splits: our part of it too
+
+    # -- the batched engine's checkpoints (grid_loop.Listener) ---------------------------------------------
+    def checkpoint(self) -> tuple:
+        return (self.current, self.current.checkpoint() if self.current is not None else None,
+                self.nan.checkpoint() if self.nan is not None else None)
+
+    def rollback(self, token: tuple) -> None:
+        checker, mine, nan = token
+        if checker is not None and mine is not None:
+            checker.rollback(mine)
+        if self.nan is not None and nan is not None:
+            self.nan.rollback(nan)
+
+    def commit(self, token: tuple) -> None:
+        checker, mine, _ = token
+        if checker is not None and mine is not None:
+            checker.commit(mine)
+
+    def serial_reason(self, token: tuple) -> str | None:
+        """A race between programs of a batch: which access of the pair is reported, and what memory holds
+        after, depend on the programs' order; the serial engine's order is the reference."""
+        checker, mine, _ = token
+        if checker is None or mine is None:
+            return None
+        before = sum(i.count for i in mine[0].values() if i.check == "race")
+        now = sum(i.count for i in checker.issues.values() if i.check == "race")
+        return "a race between programs" if now > before else None
 
     # -- launches ------------------------------------------------------------------------------------
     def _begin_launch(self, executor, args_hst, kwargs_hst, args_dev=(), kwargs_dev=None) -> None:
@@ -202,11 +231,21 @@ class SanitizerSession:
             checker.masked = mask is not None and not self._unmasked
         from triton.runtime.interpreter import interpreter_builder
 
-        pid = tuple(interpreter_builder.grid_idx)
         gx, gy, gz = interpreter_builder.grid_dim
-        linear = pid[0] + gx * (pid[1] + gy * pid[2])
-        if checker.order is not None:
-            checker.order.enter(linear, gx * gy * gz)
+        batch = program_axis.lane_programs()
+        pid_of = None
+        if batch is not None:  # the batched engine: the lanes of every program of a batch at once
+            pid = None
+            linear = (batch.pids[0] + gx * (batch.pids[1] + gy * batch.pids[2])).astype(np.int32)
+            linear = linear.reshape((-1,) + (1,) * (np.ndim(ptrs.data) - 1))
+
+            def pid_of(n: int) -> tuple[int, int, int]:
+                return n % gx, (n // gx) % gy, n // (gx * gy)
+        else:
+            pid = tuple(interpreter_builder.grid_idx)
+            linear = pid[0] + gx * (pid[1] + gy * pid[2])
+            if checker.order is not None:
+                checker.order.enter(linear, gx * gy * gz)
         frame = user_frame()
         where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("", 0)
         mask_data = None if (mask is None or self._unmasked) else np.asarray(mask.data)
@@ -219,7 +258,8 @@ class SanitizerSession:
                 mask_data = None
         if not checker.shadows and (checker.reach is None or not checker.reach.bases.size):
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
-        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how)
+        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
+                              origin=provenance.origin(ptrs))
 
     def _tensor_name(self, addr: int) -> str:
         """The name of the launch's tensor argument whose storage holds a byte address ('' if none)."""

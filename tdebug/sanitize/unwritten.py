@@ -58,11 +58,11 @@ class ProbeChecker(LaunchChecker):
         self.accesses = 0
         self.masked = True
 
-    def access(self, kind, ptrs, mask, pid, linear_pid, where, how=""):
+    def access(self, kind, ptrs, mask, pid, linear_pid, where, how="", pid_of=None, origin=None):
         self.accesses += 1
         if self.accesses > ACCESSES_PER_PROBE:
             raise ProbeAbort("too many accesses")
-        super().access(kind, ptrs, mask, pid, linear_pid, where, how)
+        super().access(kind, ptrs, mask, pid, linear_pid, where, how, pid_of, origin)
         if self.issues:
             raise ProbeAbort("out of bounds")
         return np.zeros(ptrs.shape, bool) if kind != "load" else None

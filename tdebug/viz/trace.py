@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..interpreter import grid_loop, program_axis
 from ..interpreter.versions import bind, patch
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
@@ -106,6 +107,22 @@ def _named_args(original):
     return _init_args_hst
 
 
+class _Checkpoints:
+    """The batched engine undoes a batch it splits (grid_loop.Listener): the accesses it traced go too."""
+
+    def checkpoint(self) -> tuple:
+        launch = CURRENT
+        return launch, len(launch.accesses) if launch is not None else 0
+
+    def rollback(self, token: tuple) -> None:
+        launch, count = token
+        if launch is not None:
+            del launch.accesses[count:]
+
+    def commit(self, token: tuple) -> None:
+        pass
+
+
 def install(session: TraceSession) -> None:
     """Trace every launch from now on; call after interpreter.patches.install() and safe_launch.install()."""
     global SESSION
@@ -118,6 +135,8 @@ def install(session: TraceSession) -> None:
     patch(builder, "create_masked_store", _recorded("store", "ptrs"))
     patch(builder, "create_atomic_rmw", _recorded("atomic", "ptr"))
     patch(builder, "create_atomic_cas", _recorded("atomic", "ptr", masked=False))
+    grid_loop.register(_Checkpoints())
+    program_axis.PER_LANE[0] = False  # its records are one program's accesses at a time
     serve = _viz_server_run() if session.keep_for_server else None
 
     def make(original):

@@ -6,7 +6,7 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"
 
-from tdebug.interpreter import patches, stores, versions  # noqa: E402
+from tdebug.interpreter import patches, program_axis, stores, versions  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
 from tdebug.viz import safe_launch, trace  # noqa: E402
 
@@ -15,6 +15,7 @@ stores.install()
 SanitizerSession().install()
 safe_launch.install()
 trace.install(trace.TraceSession(sink=lambda launch: None))
+program_axis.install()  # the batched engine's layer (installed at the first batched launch, outermost)
 if versions.triton_viz_problem() is None:
     from tdebug.sanitize.symbolic import SymbolicSession
 

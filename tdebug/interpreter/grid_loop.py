@@ -1,0 +1,296 @@
+"""The launch's grid loop, serial or batched: which engine runs a launch, and the batched engine's loop.
+
+Triton's interpreter runs `for x: for y: for z: set_grid_idx(x, y, z); kernel(**args)`. The batched engine runs
+the programs of a launch in batches (program_axis.py: every value carries a program axis), each batch once
+through the kernel's Python code. A batch whose programs disagree on a value used for Python control flow (a
+loop bound, an `if`, an early return) is split by that value and each part runs again from the start of the
+batch: what the batch had done is undone first (the memory of the launch's tensors is put back from a copy
+taken before the batch's first store or atomic, and every listener that registered here - the sanitizer,
+the store records, the nan check - goes back to its checkpoint), so no side effect happens twice. A part of
+one program runs on the serial engine. A launch the batched engine cannot run (a spin lock, device_print, a
+breakpoint, block pointers: program_axis.Unported, or prescan.py says so before it starts) runs on the
+serial engine, from a clean state.
+
+Which engine: TDEBUG_EXECUTOR = auto (default: batched where it can), batched, or serial (the reference).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import program_axis
+from .program_axis import Batch, Divergent, Unported
+from .versions import patch
+
+EXECUTORS = ("auto", "batched", "serial")
+MAX_BATCH = 4096  # programs in one batch, at most
+# A value of one batch holds about this many elements (a memory op's block times the programs of a batch).
+BATCH_ELEMENTS = int(os.environ.get("TDEBUG_BATCH_ELEMENTS", 1 << 20))
+FIRST_BATCH = 64  # until a launch's block sizes are known
+
+
+class Listener(Protocol):
+    """What a listener (sanitizer, store records, nan check) offers so a batch can be undone."""
+
+    def checkpoint(self) -> Any: ...
+
+    def rollback(self, token: Any) -> None: ...
+
+    def commit(self, token: Any) -> None: ...
+
+    def serial_reason(self, token: Any) -> str | None:
+        """Why the batch since `token` must run again on the serial engine (None: it need not)."""
+        ...
+
+
+@dataclass
+class Stats:
+    launches_batched: int = 0
+    launches_serial: int = 0
+    batches: int = 0
+    splits: int = 0
+    fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
+
+
+STATS = Stats()
+LISTENERS: list[Listener] = []
+FORCE_SERIAL: list[str] = []  # reasons the whole process runs serially (a breakpoint is set)
+
+
+def executor() -> str:
+    value = os.environ.get("TDEBUG_EXECUTOR", "auto") or "auto"
+    return value if value in EXECUTORS else "auto"
+
+
+def register(listener: Listener) -> None:
+    if listener not in LISTENERS:
+        LISTENERS.append(listener)
+
+
+def _say(text: str) -> None:
+    if os.environ.get("TDEBUG_VERBOSE"):
+        print(f"tdebug: {text}", file=sys.stderr)
+
+
+# -- memory of the launch's tensors ----------------------------------------------------------------------------
+class MemorySnapshot:
+    """Copies of every storage a launch's tensor arguments live in, to undo a batch's stores."""
+
+    def __init__(self, storages: list) -> None:
+        self.storages = storages
+        self.copies: list | None = None
+
+    def take(self) -> None:
+        self.copies = [s.clone() for s in self.storages]
+
+    def restore(self) -> None:
+        if self.copies is not None:
+            for s, c in zip(self.storages, self.copies):
+                s.copy_(c)
+        self.copies = None
+
+
+def _storages(values) -> list:
+    seen: dict[int, Any] = {}
+
+    def visit(v) -> None:
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                visit(x)
+            return
+        base = getattr(v, "base", v)  # TensorWrapper / TensorDescriptor
+        if hasattr(base, "untyped_storage"):
+            storage = base.untyped_storage()
+            if storage.nbytes():
+                seen.setdefault(storage.data_ptr(), storage)
+
+    for v in values:
+        visit(v)
+    return list(seen.values())
+
+
+# -- the engine ------------------------------------------------------------------------------------------------
+def _order(grid: tuple[int, int, int]) -> np.ndarray:
+    """Every program id, as (3, n), in the serial engine's order (x outermost, z innermost)."""
+    xs, ys, zs = np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), np.arange(grid[2]), indexing="ij")
+    return np.stack([xs.ravel(), ys.ravel(), zs.ravel()]).astype(np.int64)
+
+
+def _serial_program(fn, args: dict, pid: tuple[int, int, int]) -> None:
+    from triton.runtime.interpreter import interpreter_builder
+
+    interpreter_builder.set_grid_idx(*pid)
+    fn(**args)
+
+
+class BatchedLaunch:
+    """One launch run by the batched engine; after an op it cannot batch, the rest of the launch runs serially."""
+
+    def __init__(self, fn, args: dict, grid: tuple[int, int, int], storages: list) -> None:
+        self.fn, self.args, self.grid, self.storages = fn, args, grid, storages
+        self.batch_size = FIRST_BATCH
+        self.serial_from: str | None = None  # why the rest of the launch runs serially
+
+    def run(self) -> None:
+        order = _order(self.grid)
+        start = 0
+        while start < order.shape[1]:
+            if self.serial_from is not None:
+                for i in range(start, order.shape[1]):
+                    _serial_program(self.fn, self.args, tuple(int(v) for v in order[:, i]))
+                return
+            size = self.batch_size
+            self._run_batch(order[:, start:start + size])
+            start += size
+
+    def _run_batch(self, pids: np.ndarray) -> None:
+        todo = [pids]
+        while todo:
+            part = todo.pop(0)
+            if part.shape[1] == 1 or self.serial_from is not None:
+                for i in range(part.shape[1]):
+                    _serial_program(self.fn, self.args, tuple(int(v) for v in part[:, i]))
+                continue
+            memory = MemorySnapshot(self.storages)
+            tokens = [listener.checkpoint() for listener in LISTENERS]
+            batch = Batch(part, on_first_effect=[memory.take])
+            STATS.batches += 1
+            program_axis.CURRENT = batch
+            try:
+                self.fn(**self.args)
+            except (Divergent, Unported) as signal:
+                program_axis.CURRENT = None
+                memory.restore()
+                for listener, token in zip(LISTENERS, tokens):
+                    listener.rollback(token)
+                if isinstance(signal, Unported):
+                    self.serial_from = f"{signal.what} is not batched"
+                    todo.insert(0, part)
+                else:
+                    STATS.splits += 1
+                    todo = _split(part, signal.values) + todo
+                continue
+            except BaseException:
+                for listener, token in zip(LISTENERS, tokens):
+                    listener.commit(token)
+                raise
+            finally:
+                program_axis.CURRENT = None
+            why = next(filter(None, (getattr(listener, "serial_reason", _never)(token)
+                                     for listener, token in zip(LISTENERS, tokens))), None)
+            if why is not None:  # e.g. a race between programs: its findings depend on the programs' order
+                memory.restore()
+                for listener, token in zip(LISTENERS, tokens):
+                    listener.rollback(token)
+                self.serial_from = why
+                todo.insert(0, part)
+                continue
+            for listener, token in zip(LISTENERS, tokens):
+                listener.commit(token)
+            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST[0]))))
+
+
+def _never(token: Any) -> None:
+    return None
+
+
+def _split(pids: np.ndarray, values: np.ndarray) -> list[np.ndarray]:
+    """The programs of a batch grouped by the value they disagreed on, each group in serial order, the groups in
+    the order of their first program."""
+    groups: dict[Any, list[int]] = {}
+    for i, v in enumerate(values.tolist()):
+        groups.setdefault(v, []).append(i)
+    return [pids[:, idx] for idx in sorted(groups.values(), key=lambda g: g[0])]
+
+
+def _why_serial(executor_obj, grid: tuple[int, int, int]) -> str | None:
+    from . import prescan
+
+    if executor() == "serial":
+        return "TDEBUG_EXECUTOR=serial"
+    if FORCE_SERIAL:
+        return FORCE_SERIAL[0]
+    if grid[0] * grid[1] * grid[2] < 2:
+        return "one program"
+    return prescan.serial_only(executor_obj.fn)
+
+
+def _call(original):
+    def __call__(self, *args_dev, **kwargs):
+        """GridExecutor.__call__ with the grid loop run by the batched engine where it can; the serial engine
+        (Triton's own __call__) otherwise. The steps before and after the loop are Triton's, in its order."""
+        from triton.runtime import interpreter
+
+        if executor() == "serial" or FORCE_SERIAL or program_axis.CURRENT is not None:
+            STATS.launches_serial += 1
+            if program_axis.CURRENT is None:
+                why = "TDEBUG_EXECUTOR=serial" if executor() == "serial" else FORCE_SERIAL[0]
+                _say(f"{self.fn.__name__}: serial engine ({why})")
+            return original(self, *args_dev, **kwargs)
+        argspec = inspect.getfullargspec(self.fn)
+        kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
+        args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
+        for hook in self.pre_run_hooks:
+            hook(*args_hst, **kwargs_hst)
+        program_axis.install()
+        patch_scope = interpreter._patch_lang(self.fn)
+        try:
+            args = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
+            args = {name: arg if name in self.constexprs else interpreter._implicit_cvt(arg)
+                    for name, arg in args.items()}
+            grid = self.grid(args) if callable(self.grid) else self.grid
+            assert len(grid) <= 3, "grid must have at most 3 dimensions"
+            grid = tuple(grid) + (1,) * (3 - len(grid))
+            interpreter.interpreter_builder.set_grid_dim(*grid)
+            try:
+                _run_grid(self, args, grid, _storages(list(args_hst) + list(kwargs_hst.values())))
+            except Exception as e:
+                import triton
+
+                if triton.knobs.compilation.front_end_debugging:
+                    raise
+                raise interpreter.InterpreterError(repr(e)) from e
+        finally:
+            program_axis.CURRENT = None
+            patch_scope.restore()
+        self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+
+    return __call__
+
+
+def _run_grid(executor_obj, args: dict, grid: tuple[int, int, int], storages: list) -> None:
+    name = executor_obj.fn.__name__
+    why = _why_serial(executor_obj, grid)
+    if why is None:
+        from triton.runtime.interpreter import interpreter_builder
+
+        interpreter_builder.grid_idx = (0, 0, 0)  # what a listener reads between memory ops
+        launch = BatchedLaunch(executor_obj.fn, args, grid, storages)
+        launch.run()
+        if launch.serial_from is None:
+            STATS.launches_batched += 1
+            _say(f"{name}: batched engine, grid {grid}")
+            return
+        why = launch.serial_from
+        _say(f"{name}: batched engine, then serial ({why}), grid {grid}")
+    else:
+        _say(f"{name}: serial engine ({why}), grid {grid}")
+        for x in range(grid[0]):
+            for y in range(grid[1]):
+                for z in range(grid[2]):
+                    _serial_program(executor_obj.fn, args, (x, y, z))
+    STATS.launches_serial += 1
+    STATS.fallbacks.append(why)
+
+
+def install() -> None:
+    """Install the grid loop: first of all of tdebug's patches of GridExecutor.__call__ (the innermost)."""
+    from triton.runtime import interpreter
+
+    patch(interpreter.GridExecutor, "__call__", _call)

@@ -1,0 +1,307 @@
+"""Kernels that stress the batched engine: divergent control flow, early returns, atomics, spin locks, asserts,
+reductions and scans (built-in and with combine functions), shape ops, NaN origins and races. Each `scenario_*`
+function makes fresh inputs from `seed`, launches, and returns what it computed; engine_diff.py runs each one
+under the serial and the batched engine and compares the outputs bit for bit and the findings as they are."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _rand(seed: int, *shape, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+@triton.jit
+def causal_rows_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Row r sums blocks 0..r of x: a trip count per program; each step also stores (stores inside the loop)."""
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    cols = tl.arange(0, BLOCK)
+    for j in range(0, row + 1):
+        acc += tl.load(x_ptr + j * BLOCK + cols, mask=cols < n, other=0.0)
+        tl.store(out_ptr + row * BLOCK + cols, acc, mask=cols < n)
+
+
+def scenario_divergent_loop(seed: int):
+    x = _rand(seed, 9, 32)
+    out = torch.empty(9, 32)
+    causal_rows_kernel[(9,)](x, out, 32, BLOCK=32)
+    return out
+
+
+@triton.jit
+def early_return_kernel(x_ptr, out_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    if row >= n_rows:
+        return
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    m = tl.max(x, axis=0)
+    e = tl.exp(x - m)
+    tl.store(out_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+
+
+def scenario_early_return(seed: int):
+    x = _rand(seed, 13, 50)
+    out = torch.empty(13, 50)
+    early_return_kernel[(16,)](x, out, 13, 50, BLOCK=64)
+    return out
+
+
+@triton.jit
+def branchy_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    """An `if` on a per-program value after a store, and min() of tensors (Python control flow on both)."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x)
+    if pid % 3 == 1:
+        tl.store(out_ptr + offs, x * 2.0)
+    else:
+        tl.store(out_ptr + offs, x - 1.0)
+    limit = min(pid, 4)
+    tl.store(out_ptr + offs, tl.load(out_ptr + offs) + limit)
+
+
+def scenario_branch_after_store(seed: int):
+    x = _rand(seed, 8 * 16)
+    out = torch.empty(8 * 16)
+    branchy_kernel[(8,)](x, out, BLOCK=16)
+    return out
+
+
+@triton.jit
+def splitk_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Each program adds its slice into one accumulator with a single atomic."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    part = tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0)
+    tl.atomic_add(out_ptr, part)
+
+
+@triton.jit
+def atomic_loop_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Atomics in a loop: the engine hands the launch to the serial order."""
+    pid = tl.program_id(0)
+    for k in range(0, 3):
+        offs = (pid * 3 + k) * BLOCK + tl.arange(0, BLOCK)
+        tl.atomic_add(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + offs, mask=offs < n, other=0.0))
+
+
+def scenario_atomics(seed: int):
+    x = _rand(seed, 1000)
+    total = torch.zeros(1)
+    splitk_kernel[(8,)](x, total, 1000, BLOCK=128)
+    acc = torch.zeros(32)
+    atomic_loop_kernel[(10,)](x, acc, 1000, BLOCK=32)
+    return total, acc
+
+
+@triton.jit
+def spin_lock_kernel(x_ptr, out_ptr, lock_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + pid * BLOCK + offs)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(out_ptr + offs, tl.load(out_ptr + offs) + v)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def scenario_spin_lock(seed: int):
+    x = _rand(seed, 6 * 16)
+    out = torch.zeros(16)
+    lock = torch.zeros(1, dtype=torch.int32)
+    spin_lock_kernel[(6,)](x, out, lock, BLOCK=16)
+    return out
+
+
+@triton.jit
+def assert_kernel(x_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK))
+    tl.device_assert(x < 100.0, "x too big")
+
+
+def scenario_device_assert(seed: int):
+    x = _rand(seed, 8 * 16)
+    x[5 * 16 + 3] = 500.0
+    x[6 * 16 + 1] = 700.0
+    assert_kernel[(8,)](x, BLOCK=16)
+    return x
+
+
+@triton.jit
+def _argmax_combine(v1, i1, v2, i2):
+    gt = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(gt, v1, v2), tl.where(gt, i1, i2)
+
+
+@triton.jit
+def _mul_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def reductions_kernel(x_ptr, out_ptr, idx_ptr, scan_ptr, hist_ptr, R: tl.constexpr, C: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, R)
+    c = tl.arange(0, C)
+    x = tl.load(x_ptr + pid * R * C + r[:, None] * C + c[None, :])
+    s0 = tl.sum(x, axis=0)
+    s1 = tl.max(x, axis=1)
+    s2 = tl.sum(x)
+    am = tl.argmax(x, axis=1)
+    v, i = tl.reduce((x, tl.broadcast_to(c[None, :], (R, C))), 1, _argmax_combine)
+    p = tl.reduce(x * 0.5, 0, _mul_combine, keep_dims=True)
+    tl.store(out_ptr + pid * (2 * C + 2 * R + 1) + c, s0)
+    tl.store(out_ptr + pid * (2 * C + 2 * R + 1) + C + r, s1)
+    tl.store(out_ptr + pid * (2 * C + 2 * R + 1) + C + R, s2)
+    tl.store(out_ptr + pid * (2 * C + 2 * R + 1) + C + R + 1 + r, v)
+    tl.store(out_ptr + pid * (2 * C + 2 * R + 1) + C + 2 * R + 1 + c, tl.reshape(p, (C,)))
+    tl.store(idx_ptr + pid * 2 * R + r, am)
+    tl.store(idx_ptr + pid * 2 * R + R + r, i)
+    cs = tl.cumsum(x, axis=1)
+    cp = tl.associative_scan(x, 0, _mul_combine)
+    tl.store(scan_ptr + pid * 2 * R * C + r[:, None] * C + c[None, :], cs)
+    tl.store(scan_ptr + pid * 2 * R * C + R * C + r[:, None] * C + c[None, :], cp)
+    bins = (tl.abs(x) * 3.0).to(tl.int32)
+    h = tl.histogram(tl.reshape(tl.minimum(bins, 7), (R * C,)), 8)
+    tl.store(hist_ptr + pid * 8 + tl.arange(0, 8), h)
+
+
+def scenario_reductions(seed: int):
+    P, R, C = 5, 4, 8
+    x = _rand(seed, P, R, C)
+    out = torch.empty(P, 2 * C + 2 * R + 1)
+    idx = torch.empty(P, 2 * R, dtype=torch.int32)
+    scan = torch.empty(P, 2, R, C)
+    hist = torch.empty(P, 8, dtype=torch.int32)
+    reductions_kernel[(P,)](x, out, idx, scan, hist, R=R, C=C)
+    return out, idx, scan, hist
+
+
+@triton.jit
+def shapes_kernel(x_ptr, y_ptr, out_ptr, B: tl.constexpr):
+    pid = tl.program_id(0)
+    i = tl.arange(0, B)
+    x = tl.load(x_ptr + pid * B * B + i[:, None] * B + i[None, :])
+    y = tl.load(y_ptr + pid * B + i)
+    t = tl.trans(x)
+    d = tl.dot(x, t)
+    j = tl.join(y, y * 2.0)
+    a, b = tl.split(j)
+    g = tl.gather(x, tl.broadcast_to((B - 1 - i)[None, :], (B, B)), 1)
+    w = tl.where(y > 0, y, pid * 1.0)
+    e = tl.expand_dims(w, 0) + tl.reshape(d, (B, B)) + g
+    tl.store(out_ptr + pid * (B * B + B) + i[:, None] * B + i[None, :], e + a[None, :] - b[:, None])
+    tl.store(out_ptr + pid * (B * B + B) + B * B + i, tl.sum(t, axis=0) + (pid * B + i).to(tl.float32))
+
+
+def scenario_shapes(seed: int):
+    P, B = 6, 16
+    x = _rand(seed, P, B, B)
+    y = _rand(seed + 1, P, B)
+    out = torch.empty(P, B * B + B)
+    shapes_kernel[(P,)](x, y, out, B=B)
+    return out
+
+
+@triton.jit
+def grid3d_kernel(out_ptr, NX, NY, NZ):
+    x = tl.program_id(0)
+    y = tl.program_id(1)
+    z = tl.program_id(2)
+    v = x * 100 + y * 10 + z + tl.num_programs(0) * 1000
+    tl.store(out_ptr + (x * NY + y) * NZ + z, v)
+
+
+def scenario_grid3d(seed: int):
+    out = torch.empty(3, 4, 5, dtype=torch.int32)
+    grid3d_kernel[(3, 4, 5)](out, 3, 4, 5)
+    return out
+
+
+@triton.jit
+def nan_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.log(x) * 2.0
+    tl.store(out_ptr + offs, y)
+
+
+def scenario_nan_origin(seed: int):
+    x = _rand(seed, 8 * 32).abs() + 0.5
+    x[3 * 32 + 7] = -1.0
+    x[6 * 32 + 2] = -2.0
+    out = torch.empty(8 * 32)
+    nan_kernel[(8,)](x, out, BLOCK=32)
+    return out
+
+
+@triton.jit
+def race_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Programs overlap by half a block: write/write and read/write races."""
+    pid = tl.program_id(0)
+    offs = pid * (BLOCK // 2) + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(out_ptr + offs))
+
+
+def scenario_races(seed: int):
+    x = _rand(seed, 9 * 8 + 8)
+    out = torch.zeros(9 * 8 + 8)
+    race_kernel[(9,)](x, out, BLOCK=16)
+    return out
+
+
+@triton.jit
+def oob_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """No mask on the store: the last program writes past the end of out."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, x * 3.0)
+
+
+def scenario_out_of_bounds(seed: int):
+    x = _rand(seed, 100)
+    out = torch.empty(100)
+    oob_kernel[(4,)](x, out, 100, BLOCK=32)
+    return out
+
+
+@triton.jit
+def uninit_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+
+
+def scenario_uninitialised(seed: int):
+    x = torch.empty(4 * 16)
+    x[:40] = _rand(seed, 40)
+    out = torch.empty(4 * 16)
+    uninit_kernel[(4,)](x, out, BLOCK=16)
+    return out
+
+
+@triton.jit
+def bf16_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, x * y + x)
+
+
+def scenario_bf16(seed: int):
+    x = _rand(seed, 4 * 64, dtype=torch.bfloat16)
+    y = _rand(seed + 1, 4 * 64, dtype=torch.bfloat16)
+    out = torch.empty(4 * 64, dtype=torch.bfloat16)
+    bf16_kernel[(4,)](x, y, out, BLOCK=64)
+    return out
