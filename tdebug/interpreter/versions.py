@@ -101,6 +101,7 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "InterpreterBuilder": lambda: _interpreter().interpreter_builder,
     "GridExecutor": lambda: _interpreter().GridExecutor,
     "InterpretedFunction": lambda: _interpreter().InterpretedFunction,
+    "FunctionRewriter": lambda: _interpreter().FunctionRewriter,
     "triton.runtime.interpreter": _interpreter,
     "Autotuner": lambda: _autotuner().Autotuner,
     "ReduceOps": lambda: _interpreter().ReduceOps,
@@ -161,6 +162,9 @@ _TABLE = [
     Internal("triton.language.extra.libdevice", "*"),
     Internal("triton.language.extra.cuda.libdevice", "*"),
     Internal("triton.language.extra.hip.libdevice", "*"),
+    # Issue 26: `and`/`or`/`not`/`if` on tensors as the code generator reads them (boolops.py); a dtype
+    # passed between jit functions has a constexpr's `.value` (constexprs.py, through _patch_lang above).
+    Internal("FunctionRewriter", "_transform_ast", ("self",)),
 ]
 INTERNALS: dict[str, Internal] = {i.key: i for i in _TABLE}
 
