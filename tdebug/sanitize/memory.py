@@ -22,6 +22,7 @@ import torch
 from ..catalogue.poison import poison_mask
 from ..report import Finding
 from .locks import LockOrder
+from .written import marks_by_element
 
 MAX_EXAMPLES = 4
 
@@ -93,14 +94,19 @@ class Shadow:
     atomic_by: np.ndarray
     member_any: np.ndarray | None  # None: some view covers the whole storage
     stored: bool = False
+    written: np.ndarray | None = None  # the allocation's marks across launches, a row per element (written.py)
 
     @classmethod
     def create(cls, views: list[ArgView]) -> Shadow:
         first = views[0]
         n = first.storage_bytes // first.elsize
+        written = marks_by_element(first.home_ptr, first.elsize) if first.was_empty else None
         if first.was_empty:
+            # Unwritten: no kernel or torch op marked it, and it still holds the poison (written.py).
             flat = torch.empty(0, dtype=first.tensor.dtype).set_(first.tensor.untyped_storage())
             init = ~poison_mask(flat).numpy()
+            if written is not None and not init.all():
+                init[: written.shape[0]] |= written.all(axis=1)
         else:
             init = np.ones(n, dtype=bool)
         if any(v.full_cover for v in views):
@@ -111,7 +117,7 @@ class Shadow:
                 member_any |= v.member()
         return cls(first.storage_ptr, first.storage_bytes, first.elsize, views, init,
                    np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool),
-                   np.full(n, -1, dtype=np.int32), member_any)
+                   np.full(n, -1, dtype=np.int32), member_any, written=written)
 
     def view_of(self, element: int) -> ArgView:
         for v in self.views:
@@ -366,6 +372,8 @@ class LaunchChecker:
             s.atomic_by[elems] = linear_pid
             self._stamp(s, "atomic", elems)
         s.init[elems] = True
+        if s.written is not None:
+            s.written[elems] = True
 
     # -- order through locks (locks.py): an access ordered before this program's is no race -------------
     def _unordered(self, s: Shadow, role: str, elems: np.ndarray, pids: np.ndarray, linear_pid: int) -> np.ndarray:
