@@ -74,6 +74,9 @@ class SanitizerSession:
         name (versions.bind): the same wrappers fit Triton 3.6's and 3.8's differing signatures."""
         from triton.runtime import interpreter
 
+        from ..interpreter import overflow
+
+        overflow.STRICT = "overflow-all" in self.checks
         if self.nan is not None:
             self.nan.install()  # first: its store check then sees the mask after out-of-bounds lanes are cut
         session = self
