@@ -1,12 +1,14 @@
 """Integer overflow reported where it hurts: a wrapped int32 (or narrower) result is followed, with its true value,
-through the integer ops that use it; it is a finding only when it reaches an address (a pointer offset) or is
-stored while still differing from its true value. Arithmetic that wraps and is then used modulo 2^32 (packed
+through the integer ops that use it; it is a finding only when it reaches an address (a pointer offset), a
+conversion to floating point, or a store, while still differing from its true value (reported at the line that
+wrapped, naming the line it reached). Arithmetic that wraps and is then used modulo 2^32 (packed
 keys: `x + y - kx` in Liger's fused-MoE routing scan) is what compiled Triton computes (no `nsw`): no finding.
 
 Triton's own overflow check (its device_assert on each add/sub/mul, on with debug) tells which op wrapped; with
 STRICT (`--check overflow-all`) that assert ends the kernel as before. Otherwise the op's result is marked with
 its true value (computed again on int64 operands), and each following integer op carries the mark (recomputed
-the same way) until the value is right again; create_addptr and create_masked_store raise on a marked value.
+the same way) until the value is right again; create_addptr, the int-to-float casts and create_masked_store
+raise on a marked value.
 """
 
 from __future__ import annotations
@@ -119,10 +121,9 @@ def _raise(origin: Origin, wrong: np.ndarray, where: str) -> None:
     from .patches import DeviceAssertError
 
     frame = user_frame()
-    file = frame.f_code.co_filename if frame else ""
-    line = frame.f_lineno if frame else 0
-    raise DeviceAssertError(f"{origin.what} at line {origin.line} reaches {where}", file, line, current_pid(),
-                            int(wrong.sum()), int(wrong.size), kind="overflow")
+    sink = f" at line {frame.f_lineno}" if frame is not None else ""
+    raise DeviceAssertError(f"{origin.what}; the wrapped value reaches {where}{sink}", origin.file, origin.line,
+                            current_pid(), int(wrong.sum()), int(wrong.size), kind="overflow")
 
 
 def _addptr(original):
@@ -157,6 +158,22 @@ def _store(original):
     return create_masked_store
 
 
+def _to_float(original):
+    def to_fp(*args, **kwargs):
+        if STATE.live:
+            from .versions import bind
+
+            src = bind(original, args, kwargs).arguments["src"]
+            origin = _origin(src)
+            if origin is not None:
+                wrong = origin.exact != np.asarray(src.data).astype(np.int64)
+                if wrong.any():
+                    _raise(origin, wrong, "a conversion to floating point (used as a number, not modulo 2^32)")
+        return original(*args, **kwargs)
+
+    return to_fp
+
+
 def install() -> None:
     """Wrap the integer ops that carry a mark and the two places a mark is a finding."""
     from triton.runtime import interpreter
@@ -167,3 +184,5 @@ def install() -> None:
             patch(builder, name, lambda original, name=name: _carry(name, original))
     patch(builder, "create_addptr", _addptr)
     patch(builder, "create_masked_store", _store)
+    for name in ("create_si_to_fp", "create_ui_to_fp"):
+        patch(builder, name, _to_float)

@@ -60,8 +60,9 @@ def test_reads_of_what_nothing_wrote_by_a_kernel_and_by_a_torch_op():
 def test_int32_offset_that_overflows_into_an_address_is_reported_with_its_line():
     case = sanitize("offset_overflow")
     (overflow,) = by_check(case, "overflow")
-    assert overflow.line == line_of("tl.store(Y + row * BLOCK")
-    assert f"line {line_of('offs = row * row_stride')}" in overflow.message
+    assert overflow.line == line_of("offs = row * row_stride")
+    assert f"line {line_of('tl.store(Y + row * BLOCK')}" in overflow.message
+    assert overflow.pids == [(2, 0, 0)]
     assert "address" in overflow.message
 
 
