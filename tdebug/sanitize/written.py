@@ -101,6 +101,12 @@ class TorchWrites(TorchDispatchMode):
         self._writes: dict = {}  # op -> (index, name) of the schema arguments it writes (in place, out=)
         self._views: dict = {}  # op -> whether it is a view op
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Not wrapped in torch._dynamo.disable (torch's default for modes): that imports dynamo, ~5 s, at the
+        first op of every run; this mode is never compiled."""
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         tracked = self._tracked(args, kwargs)
