@@ -10,6 +10,7 @@ import contextlib
 import weakref
 from collections.abc import Iterator
 
+import numpy as np
 import torch
 
 # Bit patterns: signalling-NaN payloads for floats (arithmetic never produces them), 0xA5 bytes for ints.
@@ -62,10 +63,27 @@ class Allocations:
 
     def __init__(self) -> None:
         self._storages: dict[int, weakref.ref] = {}
+        self._written: dict[int, np.ndarray] = {}  # storage -> per byte: written by a kernel or a torch op
 
     def add(self, t: torch.Tensor) -> None:
         storage = t.untyped_storage()
         self._storages[storage.data_ptr()] = weakref.ref(t)
+        self._written.pop(storage.data_ptr(), None)  # a new allocation at a freed one's address: nothing written
+
+    def written(self, storage_ptr: int) -> np.ndarray | None:
+        """Per byte of a tracked allocation, whether a kernel or a torch op has written it (kept across
+        launches; sanitize/written.py sets it); None for memory no torch.empty here allocated."""
+        ref = self._storages.get(storage_ptr)
+        t = ref() if ref is not None else None
+        if t is None:
+            return None
+        marks = self._written.get(storage_ptr)
+        if marks is None:
+            marks = self._written[storage_ptr] = np.zeros(t.untyped_storage().nbytes(), dtype=bool)
+        return marks
+
+    def tracks(self, storage_ptr: int) -> bool:
+        return storage_ptr in self._storages
 
     def was_empty(self, storage_ptr: int) -> bool:
         ref = self._storages.get(storage_ptr)

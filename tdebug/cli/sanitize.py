@@ -18,7 +18,8 @@ from ..report import render
 from ..runtime.files import write_atomic
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
-from ..sanitize import CHECKS, sanitize_job
+from ..sanitize import sanitize_job
+from ..sanitize.checks import CHOICES
 from ..sanitize.sweep import sanitize_script
 from .common import (
     COULD_NOT_RUN,
@@ -129,8 +130,9 @@ def _render_result(result: JobResult, target: str, max_findings: int, engines: b
               help="auto: on a GPU compute-sanitizer and tdebug's interpreter pass at once, on a CPU tdebug's "
                    "sanitizer; compute-sanitizer: the GPU tools alone; tdebug: the interpreter pass alone; "
                    "symbolic: triton-viz's z3 sanitizer (CPU), for comparison.")
-@click.option("--check", "checks", type=click.Choice(sorted(CHECKS)), multiple=True,
-              help="Interpreter checks to run (default all).")
+@click.option("--check", "checks", type=click.Choice(sorted(CHOICES)), multiple=True,
+              help="Interpreter checks to run (default all but overflow-all: every int32 wrap, not only those "
+                   "reaching an address or a store).")
 @click.option("--shape", type=SHAPE, default=None, help="One case of this shape (default: the quick case matrix).")
 @click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(["contiguous", "sliced", "transposed", "offset"]), default="contiguous")

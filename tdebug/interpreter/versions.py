@@ -101,6 +101,7 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "InterpreterBuilder": lambda: _interpreter().interpreter_builder,
     "GridExecutor": lambda: _interpreter().GridExecutor,
     "InterpretedFunction": lambda: _interpreter().InterpretedFunction,
+    "FunctionRewriter": lambda: _interpreter().FunctionRewriter,
     "triton.runtime.interpreter": _interpreter,
     "Autotuner": lambda: _autotuner().Autotuner,
     "ReduceOps": lambda: _interpreter().ReduceOps,
@@ -119,7 +120,7 @@ _TABLE = [
     # Memory ops: every plain, block-pointer (3.6/3.7), descriptor and (3.9) atomic load/store ends in the
     # masked ones. 3.8 replaced (cache_modifier, eviction_policy) by cache_policy: use names only.
     Internal("InterpreterBuilder", "create_masked_load", ("ptrs", "mask")),
-    Internal("InterpreterBuilder", "create_masked_store", ("ptrs", "mask")),
+    Internal("InterpreterBuilder", "create_masked_store", ("ptrs", "value", "mask")),
     Internal("InterpreterBuilder", "create_atomic_rmw", ("ptr", "mask")),
     Internal("InterpreterBuilder", "create_atomic_cas", ("ptr", "cmp")),
     Internal("InterpreterBuilder", "create_load", ()),
@@ -164,6 +165,11 @@ _TABLE = [
     Internal("triton.language.extra.libdevice", "*"),
     Internal("triton.language.extra.cuda.libdevice", "*"),
     Internal("triton.language.extra.hip.libdevice", "*"),
+    # Issue 26: `and`/`or`/`not`/`if` on tensors as the code generator reads them (boolops.py); a dtype
+    # passed between jit functions has a constexpr's `.value` (constexprs.py, through _patch_lang above).
+    Internal("FunctionRewriter", "_transform_ast", ("self",)),
+    # Overflow followed to addresses and stores (overflow.py): the integer ops (create_* above) and
+    Internal("InterpreterBuilder", "create_addptr", ("ptr", "offset")),
 ]
 INTERNALS: dict[str, Internal] = {i.key: i for i in _TABLE}
 

@@ -23,6 +23,7 @@ import torch
 from ..catalogue.poison import poison_mask
 from ..report import Finding
 from .locks import LockOrder
+from .written import marks_by_element
 
 MAX_EXAMPLES = 4
 
@@ -94,6 +95,7 @@ class Shadow:
     atomic_by: np.ndarray
     member_any: np.ndarray | None  # None: some view covers the whole storage
     stored: bool = False
+    written: np.ndarray | None = None  # the allocation's marks across launches, a row per element (written.py)
     _scratch: np.ndarray | None = None  # -1 everywhere between uses (shared): which program a lane left
 
     def shared(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray:
@@ -113,9 +115,13 @@ class Shadow:
     def create(cls, views: list[ArgView]) -> Shadow:
         first = views[0]
         n = first.storage_bytes // first.elsize
+        written = marks_by_element(first.home_ptr, first.elsize) if first.was_empty else None
         if first.was_empty:
+            # Unwritten: no kernel or torch op marked it, and it still holds the poison (written.py).
             flat = torch.empty(0, dtype=first.tensor.dtype).set_(first.tensor.untyped_storage())
             init = ~poison_mask(flat).numpy()
+            if written is not None and not init.all():
+                init[: written.shape[0]] |= written.all(axis=1)
         else:
             init = np.ones(n, dtype=bool)
         if any(v.full_cover for v in views):
@@ -126,7 +132,7 @@ class Shadow:
                 member_any |= v.member()
         return cls(first.storage_ptr, first.storage_bytes, first.elsize, views, init,
                    np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool),
-                   np.full(n, -1, dtype=np.int32), member_any)
+                   np.full(n, -1, dtype=np.int32), member_any, written=written)
 
     def view_of(self, element: int) -> ArgView:
         for v in self.views:
@@ -442,6 +448,8 @@ class LaunchChecker:
             self._write(s.atomic_by, elems, linear_pid)
             self._stamp(s, "atomic", elems)
         self._write(s.init, elems, True)
+        if s.written is not None:
+            self._write(s.written, elems, True)
 
     def _readers(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
         """Reader shadow after the loads of many programs, as the serial engine leaves it after running them in

@@ -26,6 +26,7 @@ from .checks import CHECKS
 from .memory import ArgView, LaunchChecker
 from .nan import NanTracker
 from .unwritten import Evidence, ProbeChecker, probe, unwritten_elements, unwritten_findings
+from .written import OUTPUTS, TorchWrites
 
 
 class SanitizerSession:
@@ -43,15 +44,23 @@ class SanitizerSession:
         self.config = ""  # the running launch's autotune config, as findings name it
         self.probing: tuple[tuple[int, int, int], tuple[int, int, int], ProbeChecker] | None = None
         self.nan = NanTracker(self._tensor_name) if "nan" in self.checks else None
+        self.torch_writes: TorchWrites | None = None  # torch ops' writes and reads of a case (written.py)
 
     # -- per case (the worker calls these around each launch of a catalogue case, or a whole script) --
     def begin_case(self) -> None:
         self.case_findings = []
         self.case_stored = {}
         self.case_evidence = {}
+        if self.torch_writes is None and ({"uninit", "unwritten"} & self.checks) and self.enabled:
+            self.torch_writes = TorchWrites(check_reads="uninit" in self.checks)
+            self.torch_writes.__enter__()
 
     def end_case(self) -> list[Finding]:
         findings = list(self.case_findings)
+        if self.torch_writes is not None:
+            mode, self.torch_writes = self.torch_writes, None
+            mode.__exit__(None, None, None)
+            findings += mode.take_findings()
         if "unwritten" in self.checks:
             for view in self.case_stored.values():
                 findings += unwritten_findings(view, self.case_evidence.get(view.storage_ptr))
@@ -66,6 +75,9 @@ class SanitizerSession:
         name (versions.bind): the same wrappers fit Triton 3.6's and 3.8's differing signatures."""
         from triton.runtime import interpreter
 
+        from ..interpreter import overflow
+
+        overflow.STRICT = "overflow-all" in self.checks
         if self.nan is not None:
             self.nan.install()  # first: its store check then sees the mask after out-of-bounds lanes are cut
         session = self
@@ -221,6 +233,8 @@ class SanitizerSession:
             if shadow.stored:
                 for v in shadow.views:
                     self.case_stored.setdefault((v.home_ptr, v.name), v)
+                    if v.was_empty:
+                        OUTPUTS.by_storage[v.home_ptr] = (checker.kernel, v.name)
         return checker
 
     def _check(self, kind: str, ptrs, mask) -> np.ndarray | None:

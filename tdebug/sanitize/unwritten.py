@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..catalogue.poison import poison_mask
 from ..interpreter.frames import KernelError
 from ..report import Finding
 from .live import PointerReach
 from .locks import LockOrder
 from .memory import MAX_EXAMPLES, ArgView, LaunchChecker, Shadow
+from .written import unwritten_mask
 
 PROBES_PER_AXIS = 64  # virtual programs tried along one grid axis
 MISSES_BEFORE_STOP = 2  # consecutive virtual programs that add no evidence end an axis
@@ -81,7 +81,7 @@ def unwritten_elements(shadows: list[Shadow]) -> dict[int, np.ndarray]:
         if not s.stored or not any(v.was_empty for v in s.views):
             continue
         flat = torch.empty(0, dtype=s.views[0].tensor.dtype).set_(s.views[0].tensor.untyped_storage())
-        cold = poison_mask(flat).numpy()
+        cold = unwritten_mask(flat, s.views[0].home_ptr).numpy()
         if cold.any():
             out[s.ptr] = cold
     return out
@@ -155,7 +155,7 @@ def unwritten_findings(view: ArgView, evidence: Evidence | None) -> list[Finding
     t = view.tensor
     if evidence is None or not view.was_empty or t.numel() == 0:
         return []
-    cold = poison_mask(view.home if view.home is not None else t)  # the caller's tensor: every launch's writes
+    cold = unwritten_mask(view.home if view.home is not None else t)  # the caller's tensor: every launch's writes
     if not evidence.exhaustive:
         report = cold
     else:
