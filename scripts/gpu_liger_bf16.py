@@ -185,7 +185,7 @@ def compare(cases: dict, runs: dict) -> list[dict]:
     for name in cases:
         f64 = runs["float64"][name]
         for out in f64:
-            comp, icuda, icpu = runs["compiled"][name][out], runs["interp-cuda"][name][out], runs["interp-cpu"][name][out]
+            comp, icuda, icpu = (runs[side][name][out] for side in ("compiled", "interp-cuda", "interp-cpu"))
             differ, ulps = bit_diff(comp, icuda)
             errs = {side: errors(runs[side][name][out], f64[out]) for side in
                     ("compiled", "interp-cuda", "interp-cpu", "torch-cpu", "torch-cuda")}

@@ -187,7 +187,6 @@ def _put(table, index: np.ndarray, values: np.ndarray) -> None:
 def restore_tables(tables: LaunchTables) -> None:
     """Before Triton copies the tables home: their device addresses back (an entry the kernel overwrote
     is left as the kernel wrote it); then the storages copied here go back to the device."""
-    import torch
 
     for r in tables.rewritten:
         keep = _get(r.table, r.index) == r.host_values

@@ -196,6 +196,15 @@ _ORIGINALS: dict[tuple[int, str], tuple[Any, str, Any]] = {}
 PATCHED: set[str] = set()  # "Owner.name" of every patch made in this process (the test checks them)
 
 
+def original_of(value: Any) -> Any:
+    """The Triton object a tdebug replacement stands in for (a kernel's global bound to a patched libdevice
+    function, say), or the value itself when it replaces nothing."""
+    for owner, name, original in _ORIGINALS.values():
+        if original is not value and getattr(owner, name, None) is value:
+            return original
+    return value
+
+
 def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callable:
     """Replace owner.name with make(original) and remember the original; returns the replacement.
 
