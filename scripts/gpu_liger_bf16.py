@@ -187,11 +187,16 @@ def compare(cases: dict, runs: dict) -> list[dict]:
         for out in f64:
             comp, icuda, icpu = (runs[side][name][out] for side in ("compiled", "interp-cuda", "interp-cpu"))
             differ, ulps = bit_diff(comp, icuda)
+            delta = (comp.double() - icuda.double()).abs().nan_to_num(0.0)
+            apart = delta > 0
+            where = float(icuda.double().abs()[apart].max()) if apart.any() else 0.0
             errs = {side: errors(runs[side][name][out], f64[out]) for side in
                     ("compiled", "interp-cuda", "interp-cpu", "torch-cpu", "torch-cuda")}
             closest = min(("compiled", "interp-cpu", "torch-cpu"), key=lambda s: (errs[s]["max"], errs[s]["mean"]))
             rows.append({"case": name, "output": out, "dtype": str(comp.dtype).replace("torch.", ""),
                          "n": comp.numel(), "differ": differ, "ulps": ulps, "errors": errs,
+                         "max_delta": float(delta.max()), "largest_differing": where,
+                         "scale": float(f64[out].abs().max()),
                          "cpu_test_passes": close(icpu, runs["torch-cpu"][name][out]),
                          "gpu_test_passes": close(comp, runs["torch-cuda"][name][out]),
                          "closest_of_cpu_test": closest})
@@ -264,11 +269,16 @@ def main(argv: list[str]) -> int:
              "Errors against float64: max / mean absolute. 'differ' and 'ulps' compare compiled with interp-cuda "
              "bit for bit. 'CPU test' is the Liger test's own allclose (rtol = atol = 0.02) of interp-cpu against "
              "torch-cpu, as `pytest --tdebug` on a CPU runs it; 'GPU test' the same of compiled against torch-cuda.",
-             "", "| case | out | dtype | differ | ulps | compiled | interp-cuda | interp-cpu | torch-cpu | torch-cuda "
-             "| CPU test | GPU test | closest to f64 (CPU test's sides) |", "|---" * 13 + "|"]
+             "'max |Δ|' is the largest absolute difference compiled - interp-cuda; 'at |x| ≤' the largest magnitude "
+             "among the elements that differ, against the output's largest (near-zero results of a cancellation, or "
+             "sums in another order, differ by many ulps but little in value).",
+             "", "| case | out | dtype | differ | ulps | max |Δ| | at |x| ≤ (of max |x|) | compiled | interp-cuda | "
+             "interp-cpu | torch-cpu | torch-cuda "
+             "| CPU test | GPU test | closest to f64 (CPU test's sides) |", "|---" * 15 + "|"]
     for r in rows:
         e = r["errors"]
         lines.append(f"| {r['case']} | {r['output']} | {r['dtype']} | {r['differ']} of {r['n']} | {r['ulps']} | "
+                     f"{r['max_delta']:.3g} | {r['largest_differing']:.3g} ({r['scale']:.3g}) | "
                      f"{fmt(e['compiled'])} | {fmt(e['interp-cuda'])} | {fmt(e['interp-cpu'])} | "
                      f"{fmt(e['torch-cpu'])} | {fmt(e['torch-cuda'])} | {'pass' if r['cpu_test_passes'] else 'FAIL'}"
                      f" | {'pass' if r['gpu_test_passes'] else 'FAIL'} | {r['closest_of_cpu_test']} |")

@@ -19,6 +19,7 @@ which programs and store line wrote them, the pattern, the first differing eleme
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 import types
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..interpreter.stores import RECORDER
-from ..interpreter.versions import original_of, patch
+from ..interpreter.versions import original_of, patch, replaced
 from ..report import Finding
 from ..runtime.localise import localise, run_command
 
@@ -47,6 +48,8 @@ def compiled_function(fn, jit_kwargs: dict | None = None):
     names = dict(fn.__globals__)  # filled in below, once this kernel is known (it may call itself by name)
     clone = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
     clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__annotations__ = dict(getattr(fn, "__annotations__", {}))  # `BLOCK: tl.constexpr` makes a constexpr
+    clone.__dict__.update(getattr(fn, "__dict__", {}))
     clone.__module__ = fn.__module__
     clone.__qualname__ = fn.__qualname__
     clone.__doc__ = fn.__doc__
@@ -54,12 +57,86 @@ def compiled_function(fn, jit_kwargs: dict | None = None):
     kwargs = {k: v for k, v in (jit_kwargs or {}).items() if k in accepted}
     jit = JITFunction(clone, **kwargs)
     _COMPILED[fn] = jit
+    undo = replaced()
     for name, value in list(names.items()):
         if isinstance(value, InterpretedFunction):
             names[name] = compiled_function(value.fn, value.kwargs)
-        elif callable(value) or isinstance(value, types.ModuleType):
-            names[name] = original_of(value)
+        elif callable(value):
+            names[name] = original_of(value, undo)
     return jit
+
+
+# triton.language as it was before any launch: under TRITON_INTERPRET=1 its @jit functions (tl.sum, tl.cumsum, ...)
+# are InterpretedFunctions, and a device-function call inside an interpreted launch leaves the language patched
+# with the interpreter's builtins (Triton restores only the launch's own scope). Compiling needs the real ones.
+_PRISTINE: dict = {}
+
+
+def snapshot_language() -> None:
+    """Remember triton.language's modules and tensor classes as they are now (call before the first launch)."""
+    import triton.language as tl
+
+    owners = [m for name, m in list(sys.modules.items()) if name.startswith("triton.language") and m is not None]
+    owners += [tl.core.tensor, tl.core.tensor_descriptor_base]
+    for owner in owners:
+        _PRISTINE.setdefault(owner, dict(vars(owner)))
+
+
+def _set_all(owner, names: dict) -> None:
+    """Make owner's attributes exactly `names` (those added since are removed)."""
+    current = vars(owner)
+    for name in [n for n in current if n not in names]:
+        try:
+            delattr(owner, name)
+        except (AttributeError, TypeError):
+            continue
+    for name, value in names.items():
+        if current.get(name) is not value:
+            try:
+                setattr(owner, name, value)
+            except (AttributeError, TypeError):
+                continue
+
+
+@contextlib.contextmanager
+def compiled_language():
+    """Inside: triton.language as compiled Triton has it (its @jit functions as JITFunctions, no interpreter
+    builtins, tdebug's replacements undone); afterwards, exactly as it was."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    saved = {owner: dict(vars(owner)) for owner in _PRISTINE}
+    undo = replaced()
+
+    def compiled(value):
+        if isinstance(value, InterpretedFunction):
+            return compiled_function(value.fn, value.kwargs)
+        wrapped = _member_of(value)  # tl.tensor.sum: compiled Triton sets the JITFunction itself
+        return compiled_function(wrapped.fn, wrapped.kwargs) if wrapped is not None else original_of(value, undo)
+
+    try:
+        for owner, names in _PRISTINE.items():
+            _set_all(owner, {name: compiled(v) for name, v in names.items()})
+        yield
+    finally:
+        for owner, names in saved.items():
+            _set_all(owner, names)
+
+
+def _member_of(value):
+    """The InterpretedFunction a tensor member wraps (`x.sum(...)` under TRITON_INTERPRET=1), or None."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not isinstance(value, types.FunctionType) or not value.__closure__ or \
+            not value.__qualname__.startswith("_tensor_member_fn."):
+        return None
+    for cell in value.__closure__:
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(inner, InterpretedFunction):
+            return inner
+    return None
 
 
 def _tensors(value, name: str) -> list[tuple[str, object]]:
@@ -130,6 +207,7 @@ class DivergenceCheck:
             return run
 
         patch(interpreter.InterpretedFunction, "run", make)
+        snapshot_language()
 
     def launch(self, original, args: tuple, kwargs: dict):
         fn = args[0]
@@ -153,7 +231,8 @@ class DivergenceCheck:
         try:
             jit = compiled_function(fn.fn, getattr(fn, "kwargs", None))
             call = {k: v for k, v in kwargs.items() if k != "warmup"}
-            jit.run(*args[1:], warmup=False, **call)
+            with compiled_language():
+                jit.run(*args[1:], warmup=False, **call)
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - what Triton says becomes the note; the pass goes on
             for p, s in storages.items():

@@ -34,16 +34,20 @@ def test_integers_compare_bit_for_bit_and_floats_within_checks_tolerance():
 
 
 SCRIPT = textwrap.dedent('''
-    import os, sys
+    import sys
     sys.path.insert(0, {root!r})
     from tdebug.interpreter import patches
     patches.install()
+    import torch
     import triton
     import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
     from triton.language.extra import libdevice
     from triton.runtime.jit import JITFunction
-    from tdebug.sanitize.divergence import compiled_function
+    from tdebug.sanitize.divergence import compiled_function, compiled_language, snapshot_language
 
+    snapshot_language()
     my_tanh = libdevice.tanh
 
     @triton.jit
@@ -51,17 +55,26 @@ SCRIPT = textwrap.dedent('''
         return x * 2
 
     @triton.jit
-    def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + offs, mask=offs < n)
-        tl.store(x_ptr + offs, my_tanh(helper(x)), mask=offs < n)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        total = tl.sum(x, axis=0) + x.sum(axis=0)
+        tl.store(out_ptr + offs, my_tanh(helper(x)) + total + tl.cumsum(x, axis=0), mask=offs < n)
 
+    x, out = torch.randn(100), torch.empty(100)
+    kernel[(1,)](x, out, 100, BLOCK=128)  # interpreted: the language is left patched by Triton's interpreter
+    first = out.clone()
     jit = compiled_function(kernel.fn)
-    assert isinstance(jit, JITFunction), type(jit)
-    assert isinstance(jit.fn.__globals__["helper"], JITFunction)
+    assert isinstance(jit, JITFunction) and isinstance(jit.fn.__globals__["helper"], JITFunction)
     assert jit.fn.__globals__["my_tanh"] is not my_tanh  # tdebug's numpy libdevice undone for the compiler
     assert compiled_function(kernel.fn) is jit
-    assert "tl.store" in jit.src
+    with compiled_language():
+        src = ASTSource(fn=jit, signature={{"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}},
+                        constexprs={{"BLOCK": 128}})
+        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert ".entry kernel" in ptx
+    kernel[(1,)](x, out, 100, BLOCK=128)  # and the interpreter still works afterwards
+    assert torch.equal(out, first)
     print("ok")
 ''')
 

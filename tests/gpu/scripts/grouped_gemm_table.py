@@ -37,15 +37,15 @@ sizes = [48, 33, 64]
 group_A = [torch.randn(n, n, device="cuda") for n in sizes]
 group_B = [torch.randn(n, n, device="cuda") for n in sizes]
 group_C = [torch.empty(n, n, device="cuda") for n in sizes]
-c_addresses = [t.data_ptr() for t in group_C]
-if stale:
-    gone = torch.empty(sizes[1], sizes[1], device="cuda")
-    c_addresses[1] = gone.data_ptr()
-    del gone  # freed: the table still holds its address
 a_ptrs = torch.tensor([t.data_ptr() for t in group_A], device="cuda")
 b_ptrs = torch.tensor([t.data_ptr() for t in group_B], device="cuda")
-c_ptrs = torch.tensor(c_addresses, device="cuda")
 n_t = torch.tensor(sizes, device="cuda", dtype=torch.int32)
+c_addresses = [t.data_ptr() for t in group_C]
+if stale:  # 64 MiB: from the allocator's large pool, so the small tables allocated after it cannot reuse it
+    gone = torch.empty(4096, 4096, device="cuda")
+    c_addresses[1] = gone.data_ptr()
+    del gone  # freed: the table still holds its address
+c_ptrs = torch.tensor(c_addresses, device="cuda")
 BLOCK = 16
 grid = (len(sizes), max(triton.cdiv(n, BLOCK) ** 2 for n in sizes))
 grouped_matmul_kernel[grid](a_ptrs, b_ptrs, c_ptrs, n_t, len(sizes), BLOCK=BLOCK)
