@@ -275,7 +275,12 @@ class DivergenceCheck:
         w = want.detach().cpu().to(torch.float64).numpy()
         script = self.target if self.target.endswith(".py") else ""
         command = (lambda file, line, pid: run_command(script, None, file, line, pid, self.argv)) if script else None
-        loc = localise(out, g, w, differ, np.zeros_like(differ), RECORDER, command)
+        # localised from the interpreter's store records, so its values are the interpreter's (a breakpoint shows
+        # them), and what localise calls "expected" is here what the compiled kernel stored
+        loc = localise(out, w, g, differ, np.zeros_like(differ), RECORDER, command)
+        if loc is not None:
+            loc.lines = [line.replace("wrong values:", "differing values:").replace("(expected ", "(compiled: ")
+                         .replace("first wrong element", "first differing element") for line in loc.lines]
         first = tuple(int(i) for i in np.argwhere(differ)[0])
         how = "bit for bit" if rtol == 0 and atol == 0 else f"rtol {rtol:g}, atol {atol:.3g}"
         if atomic:
