@@ -91,6 +91,9 @@ def sanitize_script(job: dict, timeout: float | None = 120.0,
                      f"{rank_label(first, rank)})")
         results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout, capture=capture))
     combined = JobResult(kernel=first.kernel)
+    failed = next((r for r in results if r.fatal), None)
+    if failed is not None:  # a later config's run could not be done: never "clean" for what it did not check
+        combined.fatal, combined.fatal_usage = failed.fatal, failed.fatal_usage
     for result in results:
         _label(result, job)
         for case in result.cases:
