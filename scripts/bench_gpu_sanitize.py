@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "gpu" / "scripts"
 DEFAULT = ["clean_add.py", "race_histogram.py", "softmax_rows.py", "autotuned_matmul.py", "oob_read.py"]
+MODES = ("python", "memcheck", "memcheck_tdebug_settings", "tdebug_cs", "tdebug")
 
 
 def wall(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
@@ -64,6 +65,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--no-startup", action="store_true", help="skip the start-up measurements")
     ap.add_argument("--name", default="gpu-sanitize-bench", help="OUT/NAME.json and OUT/NAME.md")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help=f"comma-separated subset of {','.join(MODES)} (python and memcheck always run)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from tdebug.sanitize import compute_sanitizer as cs_mod
@@ -86,6 +89,7 @@ def main() -> int:
                                                                         3)[0],
     }
     print("start-up:", json.dumps({k: round(v, 2) for k, v in startup.items()}), flush=True)
+    modes = set(args.modes.split(","))
     rows = []
     for name in args.scripts:
         script = Path(name) if Path(name).exists() else SCRIPTS / name
@@ -94,16 +98,20 @@ def main() -> int:
         row["python"] = median_wall([py, str(script)], args.reps)[0]
         row["memcheck"] = median_wall([cs, "--tool", "memcheck", py, str(script)], args.reps)[0]
         tuned = cs_mod.tool_command(cs, "memcheck") + [py, str(script)]
-        row["memcheck_tdebug_settings"] = median_wall(tuned, args.reps, {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})[0]
-        row["tdebug_cs"] = tdebug_run(script, args.reps, "compute-sanitizer")
-        row["tdebug"] = tdebug_run(script, args.reps, "auto")
-        row["ratio_cs"] = row["tdebug_cs"]["wall"] / row["memcheck"]
-        row["ratio_all"] = row["tdebug"]["wall"] / row["memcheck"]
+        if "memcheck_tdebug_settings" in modes:
+            row["memcheck_tdebug_settings"] = median_wall(tuned, args.reps,
+                                                          {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})[0]
+        if "tdebug_cs" in modes:
+            row["tdebug_cs"] = tdebug_run(script, args.reps, "compute-sanitizer")
+            row["ratio_cs"] = row["tdebug_cs"]["wall"] / row["memcheck"]
+        if "tdebug" in modes:
+            row["tdebug"] = tdebug_run(script, args.reps, "auto")
+            row["ratio_all"] = row["tdebug"]["wall"] / row["memcheck"]
         rows.append(row)
         print(f"{script.name:24s} python {row['python']:5.1f}  memcheck {row['memcheck']:5.1f}  "
-              f"tdebug-cs {row['tdebug_cs']['wall']:5.1f} ({row['ratio_cs']:.2f}x)  "
-              f"tdebug {row['tdebug']['wall']:5.1f} ({row['ratio_all']:.2f}x) engines {row['tdebug']['engines']}",
-              flush=True)
+              + "  ".join(f"{k} {row[k]['wall']:5.1f} ({row[r]:.2f}x) exit {row[k]['exit']} engines "
+                          f"{row[k]['engines']}" for k, r in (("tdebug_cs", "ratio_cs"), ("tdebug", "ratio_all"))
+                          if k in row), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     env = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -127,12 +135,19 @@ def to_markdown(data: dict) -> str:
         "tdebug (both engines) | ratio | inside tdebug: memcheck / initcheck / interpreter |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    def cell(r: dict, key: str, fmt: str = "{:.1f}") -> str:
+        value = r.get(key)
+        if isinstance(value, dict):
+            value = value["wall"]
+        return "-" if value is None else fmt.format(value)
+
     for r in data["rows"]:
-        e = r["tdebug"]["engines"]
+        e = r.get("tdebug", {}).get("engines", {})
         inside = " / ".join(f"{e[k]:.1f}" if k in e else "-" for k in ("memcheck", "initcheck", "tdebug"))
-        lines.append(f"| {r['script']} | {r['python']:.1f} | {r['memcheck']:.1f} | {r['memcheck_tdebug_settings']:.1f} "
-                     f"| {r['tdebug_cs']['wall']:.1f} | {r['ratio_cs']:.2f}x | {r['tdebug']['wall']:.1f} | "
-                     f"{r['ratio_all']:.2f}x | {inside} |")
+        lines.append(f"| {r['script']} | {r['python']:.1f} | {r['memcheck']:.1f} | "
+                     f"{cell(r, 'memcheck_tdebug_settings')} | {cell(r, 'tdebug_cs')} | "
+                     f"{cell(r, 'ratio_cs', '{:.2f}x')} | {cell(r, 'tdebug')} | {cell(r, 'ratio_all', '{:.2f}x')} | "
+                     f"{inside} |")
     if data["startup"]:
         lines += ["", "Start-up (median of 3):", ""]
         lines += [f"- `{k}`: {v:.2f} s" for k, v in data["startup"].items()]

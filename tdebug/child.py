@@ -32,6 +32,17 @@ def _sanitizer(job: dict):
     return session
 
 
+def _divergence(job: dict, session) -> None:
+    """On a GPU: each launch on CUDA tensors also runs compiled from the same snapshot (sanitize.divergence)."""
+    from .sanitize.divergence import DivergenceCheck
+
+    def report(finding) -> None:
+        finding.config = finding.config or session.config
+        session.case_findings.append(finding)
+
+    DivergenceCheck(report, job.get("target", ""), job.get("argv")).install()
+
+
 def _end_with_parent() -> None:
     """On Linux, have this process killed when tdebug dies, even by SIGKILL (which tdebug cannot clean up
     after): no child is left behind at 100% CPU. TDEBUG_PARENT_PID is set when tdebug is the direct parent."""
@@ -78,6 +89,8 @@ def _run(job: dict, channel: Channel) -> int:
 
         pin_autotune()
     sanitizer = _sanitizer(job)
+    if job.get("divergence") and os.environ.get("TRITON_INTERPRET") == "1" and hasattr(sanitizer, "case_findings"):
+        _divergence(job, sanitizer)
     if job.get("limits") and os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import limits
 

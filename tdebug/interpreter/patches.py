@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers, boolops, constexprs, overflow
+from . import aliases, block_pointers, boolops, constexprs, device_tables, overflow
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -212,6 +212,7 @@ def install(exact_values: bool = True) -> None:
     _enable_device_assert()
     pin_autotune()
     _record_launches()
+    device_tables.install()  # pointer tables of device addresses, on a GPU: to the launch's host copies
     for module in (scalars, grid, libdevice) + ((bf16, fma) if exact_values else ()):
         module.install()  # fma wraps bf16's arithmetic: after it
     aliases.install()

@@ -205,6 +205,22 @@ _ORIGINALS: dict[tuple[int, str], tuple[Any, str, Any]] = {}
 PATCHED: set[str] = set()  # "Owner.name" of every patch made in this process (the test checks them)
 
 
+def replaced() -> dict[int, Any]:
+    """id of each tdebug replacement now in place -> the Triton object it stands in for."""
+    out: dict[int, Any] = {}
+    for owner, name, original in _ORIGINALS.values():
+        now = getattr(owner, name, None)
+        if now is not None and now is not original:
+            out[id(now)] = original
+    return out
+
+
+def original_of(value: Any, table: dict[int, Any] | None = None) -> Any:
+    """The Triton object a tdebug replacement stands in for (a kernel's global bound to a patched libdevice
+    function, say), or the value itself when it replaces nothing. table: replaced(), when asking often."""
+    return (replaced() if table is None else table).get(id(value), value)
+
+
 def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callable:
     """Replace owner.name with make(original) and remember the original; returns the replacement.
 

@@ -27,13 +27,14 @@ from ..report import Finding
 from ..runtime.harness import run_job
 from ..runtime.results import CaseResult, JobResult
 from . import compute_sanitizer as cs_mod
+from .sweep import sanitize_script
 
 TDEBUG = "tdebug"
 GPU_RUN = "the run on the GPU"  # what the GPU pass itself reports: the script's exception, a crash, a hang
 # Findings that say a run could not go on (not detections): from the interpreter pass they become notes.
 RUN_FAILURES = frozenset({"exception", "crash", "hang", "dtype", "no-kernel", "not-checked"})
 # What the interpreter pass covers that no GPU tool does: said in the note when it could not finish.
-ONLY_TDEBUG = "races between programs, unwritten outputs, device_assert"
+ONLY_TDEBUG = "races between programs, unwritten outputs, device_assert, divergence"
 DEFAULT_LIMITS = Limits(max_programs=16384, max_bytes=256 << 20)
 
 
@@ -53,14 +54,21 @@ class Combined:
     seconds: float = 0.0
 
 
-def interpreter_job(job: dict, limits: Limits) -> dict:
-    """The interpreter pass's job: the sanitize job as the CPU path runs it, with the size caps."""
-    return {**job, "limits": {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}}
+def interpreter_job(job: dict, limits: Limits, divergence: bool = True) -> dict:
+    """The interpreter pass's job: the sanitize job as the CPU path runs it, with the size caps, and (on the
+    GPU) each launch on CUDA tensors also run compiled from the same snapshot: the divergence check."""
+    return {**job, "limits": {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes},
+            "divergence": divergence}
 
 
 def run_interpreter(job: dict, limits: Limits, timeout: float) -> EngineRun:
+    """The interpreter pass; a script once per autotune config surviving its kernels' pruning, as on the CPU."""
     started = time.perf_counter()
-    result = run_job(interpreter_job(job, limits), mode="interpret", timeout=timeout, capture=True)
+    task = interpreter_job(job, limits)
+    if job.get("kind") == "script" and job.get("engine", "tdebug") == "tdebug":
+        result = sanitize_script(task, timeout, capture=True)
+    else:
+        result = run_job(task, mode="interpret", timeout=timeout, capture=True)
     return EngineRun(TDEBUG, result, time.perf_counter() - started)
 
 
@@ -173,11 +181,26 @@ def merge_case(gpu: CaseResult | None, interp: CaseResult | None, label: str, in
     return case, notes
 
 
+def unchecked_notes(interp: JobResult) -> list[str]:
+    """Take out of the interpreter pass's cases what it says it could not check (a kernel the divergence check
+    could not run compiled): notes, never findings of the kernel; a case left with no finding passes."""
+    notes: list[str] = []
+    for case in interp.cases:
+        said = [f for f in case.findings if f.extra.get("unchecked")]
+        if not said:
+            continue
+        notes += [f"{case.label}: {f.message}" for f in said]
+        case.findings = [f for f in case.findings if not f.extra.get("unchecked")]
+        if not case.findings and case.status == "fail":
+            case.status = "pass"
+    return notes
+
+
 def merge_engines(gpu: JobResult | None, interp: JobResult | None) -> tuple[JobResult, list[str], list[str]]:
     """Both engines' results, case by case, matched by label; the notes on what the interpreter pass did not
     check; and coverage lines: on a GPU a catalogue file plans its GPU dtypes (bf16 too), the interpreter
     its CPU ones, so a case only one of them plans is that engine's alone."""
-    notes: list[str] = []
+    notes: list[str] = unchecked_notes(interp) if interp is not None else []
     coverage: list[str] = []
     if interp is not None and interp.fatal and gpu is not None and not gpu.fatal:
         notes.append(f"tdebug's interpreter pass could not start ({interp.fatal}); {ONLY_TDEBUG} NOT checked")

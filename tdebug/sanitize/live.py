@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import ALLOCATIONS
+from ..interpreter import device_tables
 from ..interpreter.frames import library_dirs
 from ..interpreter.versions import patch
 from .memory import ArgView
@@ -161,13 +162,18 @@ def _views(ptr: int, nbytes: int, tensors: list[torch.Tensor]) -> list[ArgView]:
         chosen = [t for t in tensors if t.element_size() == first.element_size()][:MAX_VIEWS]
         if len(tensors) > MAX_VIEWS:  # too many views to tell apart: the storage as a flat tensor
             chosen = [torch.empty(0, dtype=first.dtype).set_(first.untyped_storage())]
-    return [ArgView(tensor_name(t), t, ptr, nbytes, t.element_size(), was_empty=ALLOCATIONS.was_empty(ptr))
-            for t in chosen]
+    home = device_tables.home_of(ptr)  # on a GPU: the device tensor this host copy stands for
+    home_ptr = home.untyped_storage().data_ptr() if home is not None else ptr
+    return [ArgView(tensor_name(t), t, ptr, nbytes, t.element_size(), was_empty=ALLOCATIONS.was_empty(home_ptr),
+                    home=home) for t in chosen]
 
 
 def tensor_name(t: torch.Tensor) -> str:
     """What the launching code calls a tensor (`C`, `group_C[1]`), searched in the user's frames."""
     ptr = t.untyped_storage().data_ptr()
+    home = device_tables.home_of(ptr)
+    if home is not None:  # a host copy made for a pointer table: named as its device tensor is
+        t, ptr = home, home.untyped_storage().data_ptr()
     libs = library_dirs()
     frame = sys._getframe(1)
     while frame is not None:

@@ -43,6 +43,7 @@ class SanitizerSession:
         self.case_evidence: dict[int, Evidence] = {}
         self.config = ""  # the running launch's autotune config, as findings name it
         self.probing: tuple[tuple[int, int, int], tuple[int, int, int], ProbeChecker] | None = None
+        self.host_args: tuple | None = None  # the running launch's host copies of its arguments (on a GPU)
         self.nan = NanTracker(self._tensor_name) if "nan" in self.checks else None
         self.torch_writes: TorchWrites | None = None  # torch ops' writes and reads of a case (written.py)
 
@@ -85,7 +86,10 @@ class SanitizerSession:
 
         def init_args(original):
             def _init_args_hst(*args, **kwargs):
+                if session.probing is not None and session.host_args is not None:
+                    return session.host_args  # on a GPU: probe the launch's own host copies, not fresh ones
                 args_hst, kwargs_hst = original(*args, **kwargs)
+                session.host_args = (args_hst, kwargs_hst)
                 if session.probing is None:
                     call = bind(original, args, kwargs)
                     session._begin_launch(call.arguments["self"], args_hst, kwargs_hst, call.arguments["args_dev"],
@@ -102,9 +106,13 @@ class SanitizerSession:
                     out = original(executor, *args, **kwargs)
                 except BaseException:
                     session._end_launch()
+                    session.host_args = None
                     raise
                 checker = session._end_launch()
-                session._probe_past_grid(executor, args, kwargs, checker, original)
+                try:
+                    session._probe_past_grid(executor, args, kwargs, checker, original)
+                finally:
+                    session.host_args = None
                 return out
 
             return __call__

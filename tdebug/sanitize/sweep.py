@@ -75,9 +75,10 @@ def grid_notes(results: list[JobResult]) -> list[Finding]:
 
 
 def sanitize_script(job: dict, timeout: float | None = 120.0,
-                    progress: Callable[[str], None] | None = None) -> JobResult:
-    """Sanitize a script under every surviving autotune config (or the one job['config'] names)."""
-    first = run_job({**job, "config_rank": 0}, mode="interpret", timeout=timeout)
+                    progress: Callable[[str], None] | None = None, capture: bool = False) -> JobResult:
+    """Sanitize a script under every surviving autotune config (or the one job['config'] names); capture: keep
+    the children's output instead of showing it (the GPU's interpreter pass, beside compute-sanitizer)."""
+    first = run_job({**job, "config_rank": 0}, mode="interpret", timeout=timeout, capture=capture)
     if first.fatal or job.get("config") is not None:
         _label(first, job)
         return first
@@ -88,8 +89,11 @@ def sanitize_script(job: dict, timeout: float | None = 120.0,
         if progress is not None:
             progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
                      f"{rank_label(first, rank)})")
-        results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout))
+        results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout, capture=capture))
     combined = JobResult(kernel=first.kernel)
+    failed = next((r for r in results if r.fatal), None)
+    if failed is not None:  # a later config's run could not be done: never "clean" for what it did not check
+        combined.fatal, combined.fatal_usage = failed.fatal, failed.fatal_usage
     for result in results:
         _label(result, job)
         for case in result.cases:

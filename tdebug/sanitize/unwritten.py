@@ -155,7 +155,7 @@ def unwritten_findings(view: ArgView, evidence: Evidence | None) -> list[Finding
     t = view.tensor
     if evidence is None or not view.was_empty or t.numel() == 0:
         return []
-    cold = unwritten_mask(view.home if view.home is not None else t)  # the caller's tensor: every launch's writes
+    cold = unwritten_mask(view.home if view.home is not None else t).cpu()  # the caller's tensor: every launch
     if not evidence.exhaustive:
         report = cold
     else:

@@ -1,0 +1,324 @@
+"""The `divergence` check on a GPU: each launch runs compiled and interpreted from the same snapshot of its
+arguments; elements where they part are a finding, localised like a failing check.
+
+In the GPU's interpreter pass (TRITON_INTERPRET=1, the script's tensors on the GPU) every launch with CUDA tensor
+arguments is wrapped: the arguments' storages are copied (the snapshot), the launch is interpreted (with every
+detector and the store records), its results kept; the snapshot is put back and the same kernel runs compiled
+on the same arguments (a JITFunction made from the kernel's Python function, its device functions compiled too,
+libdevice as Triton has it); its results are kept, and the interpreted ones put back, so the script goes on as
+the interpreter pass always did. In-place kernels are covered: both start from the snapshot.
+
+Compared per tensor argument: integers and booleans bit for bit, floats within `check`'s dtype tolerance (the
+interpreter is exact for bf16/fp8 elementwise, and fp32 sums may be ordered differently). A storage a launch
+updated with atomics is compared within that tolerance too, and the finding says so: float accumulation order is
+free on a GPU. The differing elements are described from the interpreter's store records (runtime/localise.py):
+which programs and store line wrote them, the pattern, the first differing element with both values, and the
+`tdebug run ... --break LINE --pid P` command that stops there. A kernel that cannot be compiled in the pass
+(what Triton says is kept) gets a note: divergence NOT checked for it, never "clean".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ..interpreter.stores import RECORDER
+from ..interpreter.versions import original_of, patch, replaced
+from ..report import Finding
+from ..runtime.localise import localise, run_command
+
+_COMPILED: dict = {}  # the kernel's Python function -> its JITFunction
+MAX_SHOWN = 4
+
+
+def compiled_function(fn, jit_kwargs: dict | None = None):
+    """A JITFunction for an interpreted kernel's Python function: its @triton.jit device functions compiled too
+    (the interpreter holds them as InterpretedFunctions), and tdebug's replacements (libdevice) undone."""
+    if fn in _COMPILED:
+        return _COMPILED[fn]
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    names = dict(fn.__globals__)  # filled in below, once this kernel is known (it may call itself by name)
+    clone = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__annotations__ = dict(getattr(fn, "__annotations__", {}))  # `BLOCK: tl.constexpr` makes a constexpr
+    clone.__dict__.update(getattr(fn, "__dict__", {}))
+    clone.__module__ = fn.__module__
+    clone.__qualname__ = fn.__qualname__
+    clone.__doc__ = fn.__doc__
+    accepted = inspect.signature(JITFunction.__init__).parameters
+    kwargs = {k: v for k, v in (jit_kwargs or {}).items() if k in accepted}
+    jit = JITFunction(clone, **kwargs)
+    _COMPILED[fn] = jit
+    undo = replaced()
+    for name, value in list(names.items()):
+        if isinstance(value, InterpretedFunction):
+            names[name] = compiled_function(value.fn, value.kwargs)
+        elif callable(value):
+            names[name] = original_of(value, undo)
+    return jit
+
+
+# triton.language as it was before any launch: under TRITON_INTERPRET=1 its @jit functions (tl.sum, tl.cumsum, ...)
+# are InterpretedFunctions, and a device-function call inside an interpreted launch leaves the language patched
+# with the interpreter's builtins (Triton restores only the launch's own scope). Compiling needs the real ones.
+_PRISTINE: dict = {}
+
+
+def snapshot_language() -> None:
+    """Remember triton.language's modules and tensor classes as they are now (call before the first launch)."""
+    import triton.language as tl
+
+    owners = [m for name, m in list(sys.modules.items()) if name.startswith("triton.language") and m is not None]
+    owners += [tl.core.tensor, tl.core.tensor_descriptor_base]
+    for owner in owners:
+        _PRISTINE.setdefault(owner, dict(vars(owner)))
+
+
+def _set_all(owner, names: dict) -> None:
+    """Make owner's attributes exactly `names` (those added since are removed)."""
+    current = vars(owner)
+    for name in [n for n in current if n not in names]:
+        try:
+            delattr(owner, name)
+        except (AttributeError, TypeError):
+            continue
+    for name, value in names.items():
+        if current.get(name) is not value:
+            try:
+                setattr(owner, name, value)
+            except (AttributeError, TypeError):
+                continue
+
+
+@contextlib.contextmanager
+def compiled_language():
+    """Inside: triton.language as compiled Triton has it (its @jit functions as JITFunctions, no interpreter
+    builtins, tdebug's replacements undone); afterwards, exactly as it was."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    saved = {owner: dict(vars(owner)) for owner in _PRISTINE}
+    undo = replaced()
+
+    def compiled(value):
+        if isinstance(value, InterpretedFunction):
+            return compiled_function(value.fn, value.kwargs)
+        wrapped = _member_of(value)  # tl.tensor.sum: compiled Triton sets the JITFunction itself
+        return compiled_function(wrapped.fn, wrapped.kwargs) if wrapped is not None else original_of(value, undo)
+
+    try:
+        for owner, names in _PRISTINE.items():
+            _set_all(owner, {name: compiled(v) for name, v in names.items()})
+        yield
+    finally:
+        for owner, names in saved.items():
+            _set_all(owner, names)
+
+
+def _member_of(value):
+    """The InterpretedFunction a tensor member wraps (`x.sum(...)` under TRITON_INTERPRET=1), or None."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not isinstance(value, types.FunctionType) or not value.__closure__ or \
+            not value.__qualname__.startswith("_tensor_member_fn."):
+        return None
+    for cell in value.__closure__:
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(inner, InterpretedFunction):
+            return inner
+    return None
+
+
+def _tensors(value, name: str) -> list[tuple[str, object]]:
+    import torch
+
+    value = getattr(value, "base", value)  # TensorWrapper
+    if isinstance(value, torch.Tensor):
+        return [(name, value)]
+    if isinstance(value, (tuple, list)):
+        return [t for i, item in enumerate(value) for t in _tensors(item, f"{name}[{i}]")]
+    return []
+
+
+def _view(storage, t):
+    import torch
+
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, t.storage_offset(), t.size(), t.stride())
+
+
+def _copy(storage):
+    import torch
+
+    out = torch.UntypedStorage(storage.nbytes(), device=storage.device)
+    out.copy_(storage)
+    return out
+
+
+def compare(compiled, interpreted, atomic: bool) -> tuple[np.ndarray, float, float]:
+    """Where a tensor's compiled and interpreted values part: (mask, rtol, atol) as `check` would judge them."""
+    import torch
+
+    from ..catalogue.compare import TOLERANCES, dtype_name, outside_tolerance, scaled_atol
+
+    if not compiled.is_floating_point():
+        differ = compiled.cpu() != interpreted.cpu()
+        return differ.numpy(), 0.0, 0.0
+    got, want = compiled.detach().cpu().to(torch.float64), interpreted.detach().cpu().to(torch.float64)
+    rtol, atol_factor = TOLERANCES.get(dtype_name(compiled.dtype), TOLERANCES["fp32"])
+    if compiled.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.float64):  # fp8
+        rtol, atol_factor = TOLERANCES["bf16"]
+    atol = scaled_atol(want, atol_factor)
+    return outside_tolerance(got, want, rtol, atol).numpy(), rtol, atol
+
+
+class DivergenceCheck:
+    """Installed in the interpreter pass's child on a GPU; findings go to `report`, notes to `note`."""
+
+    def __init__(self, report: Callable[[Finding], None], target: str, argv: list[str] | None = None,
+                 note: Callable[[Finding], None] | None = None) -> None:
+        self.report = report
+        self.note = note or report
+        self.target = target
+        self.argv = list(argv or [])
+        self.not_compiled: set[str] = set()
+        self.busy = False
+
+    def install(self) -> None:
+        from triton.runtime import interpreter
+
+        check = self
+
+        def make(original):
+            def run(*args, **kwargs):
+                if check.busy or kwargs.get("warmup"):
+                    return original(*args, **kwargs)
+                return check.launch(original, args, kwargs)
+
+            return run
+
+        patch(interpreter.InterpretedFunction, "run", make)
+        snapshot_language()
+
+    def launch(self, original, args: tuple, kwargs: dict):
+        fn = args[0]
+        named = [t for i, a in enumerate(args[1:]) for t in _tensors(a, _arg_name(fn, i))]
+        named += [t for k, v in kwargs.items() if k not in ("grid", "warmup") for t in _tensors(v, k)]
+        named = [(n, t) for n, t in named if t.device.type == "cuda"]
+        if not named:
+            return original(*args, **kwargs)
+        import torch
+
+        storages = {t.untyped_storage().data_ptr(): t.untyped_storage() for _, t in named}
+        before = {p: _copy(s) for p, s in storages.items()}
+        launches = len(RECORDER.launches)
+        out = original(*args, **kwargs)  # interpreted, every detector on, stores recorded
+        record = RECORDER.launches[-1] if len(RECORDER.launches) > launches else None
+        interpreted = {p: _copy(s) for p, s in storages.items()}
+        for p, s in storages.items():
+            s.copy_(before[p])
+        kernel = getattr(fn, "__name__", "kernel")
+        self.busy = True
+        try:
+            jit = compiled_function(fn.fn, getattr(fn, "kwargs", None))
+            call = {k: v for k, v in kwargs.items() if k != "warmup"}
+            with compiled_language():
+                jit.run(*args[1:], warmup=False, **call)
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - what Triton says becomes the note; the pass goes on
+            for p, s in storages.items():
+                s.copy_(interpreted[p])
+            if kernel not in self.not_compiled:
+                self.not_compiled.add(kernel)
+                why = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
+                self.note(Finding(check="note", kernel=kernel, extra={"unchecked": "divergence"}, message=(
+                    f"divergence NOT checked for {kernel}: it could not run compiled inside the interpreter pass "
+                    f"({type(exc).__name__}: {why})")))
+            return out
+        finally:
+            self.busy = False
+        compiled = {p: _copy(s) for p, s in storages.items()}
+        for p, s in storages.items():
+            s.copy_(interpreted[p])
+        seen: set[tuple] = set()
+        for name, t in named:
+            key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.size()), tuple(t.stride()), t.dtype)
+            if key in seen or t.numel() == 0:
+                continue
+            seen.add(key)
+            p = key[0]
+            if torch.equal(_as_bytes(compiled[p]), _as_bytes(interpreted[p])):
+                continue
+            atomic = record is not None and any(
+                r.atomic for r in record.records for info in record.storages.values()
+                if info.device_ptr == p and r.storage == info.host_ptr)
+            got, want = _view(compiled[p], t), _view(interpreted[p], t)
+            differ, rtol, atol = compare(got, want, atomic)
+            if differ.any():
+                self.report(self.finding(kernel, name, t, got, want, differ, rtol, atol, atomic))
+        return out
+
+    def finding(self, kernel: str, name: str, out, got, want, differ: np.ndarray, rtol: float, atol: float,
+                atomic: bool) -> Finding:
+        import torch
+
+        g = got.detach().cpu().to(torch.float64).numpy()
+        w = want.detach().cpu().to(torch.float64).numpy()
+        script = self.target if self.target.endswith(".py") else ""
+        command = (lambda file, line, pid: run_command(script, None, file, line, pid, self.argv)) if script else None
+        # localised from the interpreter's store records, so its values are the interpreter's (a breakpoint shows
+        # them), and what localise calls "expected" is here what the compiled kernel stored
+        loc = localise(out, w, g, differ, np.zeros_like(differ), RECORDER, command)
+        if loc is not None:
+            loc.lines = [line.replace("wrong values:", "differing values:").replace("(expected ", "(compiled: ")
+                         .replace("first wrong element", "first differing element") for line in loc.lines]
+        first = tuple(int(i) for i in np.argwhere(differ)[0])
+        how = "bit for bit" if rtol == 0 and atol == 0 else f"rtol {rtol:g}, atol {atol:.3g}"
+        if atomic:
+            how += "; updated by atomics, so within the accumulation-order tolerance"
+        message = (f"{int(differ.sum()):,} of {differ.size:,} elements of '{name}' differ between the compiled "
+                   f"kernel and the interpreter run from the same inputs ({how}); first {list(first)}: compiled "
+                   f"{g[first]:.6g}, interpreted {w[first]:.6g}")
+        file, line, pids = "", 0, []
+        extra: dict = {"compiled": float(g[first]), "interpreted": float(w[first]), "index": list(first)}
+        if loc is not None:
+            extra["localisation"] = loc.to_dict()
+            extra["lines"] = loc.render()
+            if loc.first:
+                file, line = loc.first["file"], loc.first["line"]
+                pids = [tuple(loc.first["pid"])]
+            elif loc.sites:
+                file, line = loc.sites[0]["file"], loc.sites[0]["line"]
+            message += "\n" + "\n".join(loc.render())
+        else:
+            message += " (no program of this launch stored those elements: the compiled kernel wrote them)"
+        return Finding(check="divergence", message=message, kernel=kernel, file=file, line=line, pids=pids,
+                       tensor=name, tensor_shape=tuple(out.shape), tensor_strides=tuple(out.stride()),
+                       indices=[list(i) for i in np.argwhere(differ)[:MAX_SHOWN].tolist()],
+                       count=int(differ.sum()), extra=extra)
+
+
+def _as_bytes(storage):
+    import torch
+
+    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+
+
+def _arg_name(fn, index: int) -> str:
+    names = getattr(fn, "arg_names", None) or []
+    return names[index] if index < len(names) else f"arg{index}"
+
+
+def target_of(job: dict) -> tuple[str, list[str]]:
+    """The script and arguments a breakpoint command reruns."""
+    target = job.get("target", "")
+    return (str(Path(target)) if target else sys.argv[0]), list(job.get("argv") or [])

@@ -1,0 +1,99 @@
+"""The divergence check's CPU-testable parts (tdebug.sanitize.divergence): the dtype-aware comparison, the
+compiled twin of an interpreted kernel (device functions and libdevice as compiled Triton has them), and a
+kernel it could not compile becoming a NOT CHECKED note, never a finding. The GPU half: tests/gpu/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import torch
+
+from tdebug.report import Finding
+from tdebug.runtime.results import CaseResult, JobResult
+from tdebug.sanitize.combined import merge_engines
+from tdebug.sanitize.divergence import compare
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_integers_compare_bit_for_bit_and_floats_within_checks_tolerance():
+    a = torch.tensor([1, 2, 3], dtype=torch.int32)
+    differ, rtol, atol = compare(a, torch.tensor([1, 2, 4], dtype=torch.int32), atomic=False)
+    assert differ.tolist() == [False, False, True] and rtol == 0 and atol == 0
+    torch.manual_seed(0)
+    x = torch.randn(1000)
+    nudged = x * (1 + 1e-7)  # an fp32 sum in another order: within tolerance
+    nudged[17] += 0.5  # a real divergence
+    nudged[3] = x[3] = float("nan")  # NaN = NaN
+    differ, rtol, atol = compare(nudged, x, atomic=False)
+    assert differ.nonzero()[0].tolist() == [17] and rtol > 0 and atol > 0
+
+
+SCRIPT = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, {root!r})
+    from tdebug.interpreter import patches
+    patches.install()
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.language.extra import libdevice
+    from triton.runtime.jit import JITFunction
+    from tdebug.sanitize.divergence import compiled_function, compiled_language, snapshot_language
+
+    snapshot_language()
+    my_tanh = libdevice.tanh
+
+    @triton.jit
+    def helper(x):
+        return x * 2
+
+    @triton.jit
+    def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        total = tl.sum(x, axis=0) + x.sum(axis=0)
+        tl.store(out_ptr + offs, my_tanh(helper(x)) + total + tl.cumsum(x, axis=0), mask=offs < n)
+
+    x, out = torch.randn(100), torch.empty(100)
+    kernel[(1,)](x, out, 100, BLOCK=128)  # interpreted: the language is left patched by Triton's interpreter
+    first = out.clone()
+    jit = compiled_function(kernel.fn)
+    assert isinstance(jit, JITFunction) and isinstance(jit.fn.__globals__["helper"], JITFunction)
+    assert jit.fn.__globals__["my_tanh"] is not my_tanh  # tdebug's numpy libdevice undone for the compiler
+    assert compiled_function(kernel.fn) is jit
+    with compiled_language():
+        src = ASTSource(fn=jit, signature={{"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}},
+                        constexprs={{"BLOCK": 128}})
+        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert ".entry kernel" in ptx
+    kernel[(1,)](x, out, 100, BLOCK=128)  # and the interpreter still works afterwards
+    assert torch.equal(out, first)
+    print("ok")
+''')
+
+
+def test_compiled_twin_of_an_interpreted_kernel(tmp_path):
+    script = tmp_path / "twin.py"
+    script.write_text(SCRIPT.format(root=str(ROOT)))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_kernel_not_compiled_is_a_note_not_a_finding():
+    note = Finding(check="note", kernel="k", message="divergence NOT checked for k: ...",
+                   extra={"unchecked": "divergence"})
+    race = Finding(check="race", message="race", kernel="k", file="/x/s.py", line=3)
+    interp = JobResult(kernel="s.py", labels=["s.py", "t.py"],
+                       cases=[CaseResult(0, "s.py", "fail", [note]), CaseResult(1, "t.py", "fail", [note, race])])
+    result, notes, _ = merge_engines(None, interp)
+    assert [c.status for c in result.cases] == ["pass", "fail"]
+    assert [f.check for f in result.cases[1].findings] == ["race"]
+    assert len(notes) == 2 and all("divergence NOT checked" in n for n in notes)
