@@ -12,12 +12,13 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import DTYPES, TargetError, has_spec, load_target
+from ..runtime.device import gpu_visible
 from ..runtime.files import write_atomic
 from .common import SEED, output_file
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 KERNELS = ROOT / "kernels"
-NO_GPU = ("tdebug bench needs a CUDA GPU and none is visible here (torch.cuda.is_available() is False); "
+NO_GPU = ("tdebug bench needs a CUDA GPU and none is visible here (the CUDA driver reports no device); "
           "correctness without one: tdebug check")
 
 
@@ -39,11 +40,7 @@ def all_targets() -> list[Path]:
 
 
 def gpu_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
+    return gpu_visible()
 
 
 def bench_shapes(target, shapes: tuple) -> list[tuple[int, ...]]:

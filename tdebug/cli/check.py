@@ -13,6 +13,7 @@ import click
 from ..catalogue.files import kernel_files
 from ..check.runner import check_file
 from ..report import Finding, render
+from ..runtime import device as device_mod
 from ..runtime.files import same_file, write_atomic
 from ..runtime.results import JobResult, render_case
 from .common import (
@@ -29,17 +30,6 @@ from .common import (
 )
 
 
-def resolve_device(device: str) -> str:
-    if device == "cpu":
-        return "cpu"
-    import torch
-
-    has_gpu = torch.cuda.is_available()
-    if device == "cuda" and not has_gpu:
-        raise CouldNotRun("--device cuda: no CUDA GPU is visible")
-    return "cuda" if has_gpu else "cpu"
-
-
 def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
     return {
         "target": str(path), "kernel": result.kernel, "seed": seed, "device": device, "fatal": result.fatal,
@@ -53,7 +43,7 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
 @click.command("check")
 @click.argument("targets", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--all", "all_", is_flag=True, help="Every kernel in kernels/.")
-@click.option("--device", type=click.Choice(["cpu", "cuda", "auto"]), default="cpu", show_default=True,
+@click.option("--device", type=click.Choice(device_mod.ASKED), default=device_mod.DEFAULT, show_default=True,
               help="cpu: the interpreter; cuda: the GPU (guard bands on); auto: cuda when present.")
 @click.option("--quick", is_flag=True, help="Fewer shapes (the spec's quick_shapes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
@@ -76,7 +66,10 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
     if not files:
         raise click.UsageError("nothing to check: give catalogue files or --all")
     json_file = output_file(json_path, "--json", files)
-    device = resolve_device(device)
+    try:
+        device = device_mod.resolve(device).value
+    except device_mod.NoGpu as e:
+        raise CouldNotRun(str(e)) from None
     seed = fresh_seed() if seed is None else seed
     click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
                + (" (quick)" if quick else ""))

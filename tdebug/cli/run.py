@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 
 from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
+from ..runtime.device import gpu_visible
 from ..runtime.harness import run_job
+from ..runtime.job import Job, Plan
 from ..runtime.results import render_case
 from .common import (
     COULD_NOT_RUN,
@@ -20,12 +22,6 @@ from .common import (
     could_not_run,
     fresh_seed,
 )
-
-
-def gpu_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def autotune_lines(cases) -> list[str]:
@@ -67,7 +63,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     against its float64 reference. tl.device_assert is live in both modes.
     """
     kind = classify_target(target)
-    if mode == "debug" and not gpu_available():
+    if mode == "debug" and not gpu_visible():
         raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
     try:
         wanted_pid = parse_pid(pid)
@@ -82,15 +78,13 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         raise click.UsageError("--break works under --mode interpret (the GPU runs compiled code)")
     device = "cuda" if mode == "debug" else "cpu"
     seed = fresh_seed() if seed is None else seed
-    job: dict = {"target": str(Path(target).resolve()), "kind": kind, "argv": list(script_args),
-                 "breaks": break_lines, "pid": list(wanted_pid) if wanted_pid else None}
+    plan = None
     if kind == TargetKind.SPEC:
-        job["plan"] = {"device": device, "seed": seed, "dtypes": [dtype], "layouts": [layout],
-                       "shapes": [shape] if shape else None, "configs": [config] if config is not None else None,
-                       "variants": [variant] if variant else None}
-        job["single"] = True
-    elif config is not None:
-        job["config"] = config
+        plan = Plan(device=device, seed=seed, dtypes=(dtype,), layouts=(layout,), shapes=(shape,) if shape else None,
+                    configs=(config,) if config is not None else None, variants=(variant,) if variant else None)
+    job = Job(target=str(Path(target).resolve()), kind=kind, argv=tuple(script_args), plan=plan,
+              single=kind == TargetKind.SPEC, config=config if kind == TargetKind.SCRIPT else None,
+              breaks=tuple(break_lines) if break_lines is not None else None, pid=wanted_pid or None)
     interactive = break_lines is not None
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
         from ..sanitize.gpu_debug import run_debug

@@ -15,8 +15,11 @@ from ..catalogue.files import bug_files, kernel_files
 from ..catalogue.shapes import SHAPE
 from ..interpreter.versions import triton_viz_problem
 from ..report import render
+from ..runtime import device as device_mod
+from ..runtime.device import NO_GPU
 from ..runtime.files import write_atomic
 from ..runtime.harness import run_job
+from ..runtime.job import JobLimits
 from ..runtime.results import JobResult
 from ..sanitize import CHECKS, sanitize_job
 from ..sanitize.sweep import sanitize_script
@@ -38,26 +41,12 @@ GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
 ENGINES = ("auto", "tdebug", "compute-sanitizer", "symbolic")
 
 
-def _cuda_visible() -> bool:
-    """A CUDA device is visible to this process (CUDA_VISIBLE_DEVICES honoured), asked of the driver directly:
-    importing torch here would cost the parent seconds that its workers pay again."""
-    import ctypes
-
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    count = ctypes.c_int(0)
-    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
-
-
 def _compute_sanitizer_found() -> bool:
     from ..sanitize.compute_sanitizer import find_compute_sanitizer
 
     return find_compute_sanitizer() is not None
 
 
-NO_GPU = "no CUDA GPU is visible"
 NO_CS = "compute-sanitizer was not found (install the CUDA toolkit or put it on PATH)"
 
 
@@ -71,7 +60,7 @@ def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
             raise click.UsageError("--engine compute-sanitizer needs a GPU (--device auto or cuda)")
         return False, False, ""
     asked = "--device cuda" if device == "cuda" else f"--engine {engine}"
-    gpu = _cuda_visible()
+    gpu = device_mod.gpu_visible()
     if not gpu:
         if device == "cuda" or engine == "compute-sanitizer":
             raise CouldNotRun(f"{asked}: {NO_GPU}")
@@ -121,7 +110,7 @@ def _render_result(result: JobResult, target: str, max_findings: int, engines: b
 @click.command("sanitize", context_settings={"ignore_unknown_options": True})
 @click.argument("target", required=False, type=click.Path(dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+@click.option("--device", type=click.Choice(device_mod.ASKED), default=device_mod.DEFAULT, show_default=True,
               help="auto: the GPU engines when a GPU is present, else the interpreter sanitizer on the CPU.")
 @click.option("--tool", "tools", type=click.Choice(GPU_TOOLS + ("all",)), multiple=True,
               help="GPU tools (default memcheck and initcheck; all adds racecheck and synccheck).")
@@ -218,14 +207,13 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
                                          keep_log=keep_log, timeout=timeout, limits=limits)
             result, notes, coverage = combined.result, combined.notes, combined.coverage
             engines = {r.engine: round(r.seconds, 2) for r in combined.runs}
-        elif kind == TargetKind.SCRIPT and job_engine == "tdebug":
-            if limits.max_programs or limits.max_bytes:
-                job["limits"] = {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}
-            result = sanitize_script(job, timeout, progress=lambda line: click.echo(line, err=True))
         else:
             if limits.max_programs or limits.max_bytes:
-                job["limits"] = {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}
-            result = run_job(job, mode="interpret", timeout=timeout)
+                job = job.but(limits=JobLimits(limits.max_programs, limits.max_bytes))
+            if kind == TargetKind.SCRIPT and job_engine == "tdebug":
+                result = sanitize_script(job, timeout, progress=lambda line: click.echo(line, err=True))
+            else:
+                result = run_job(job, mode="interpret", timeout=timeout)
         elapsed = time.perf_counter() - started
         if result.fatal:
             raise (click.UsageError if result.fatal_usage else CouldNotRun)(f"{path}: {result.fatal}")

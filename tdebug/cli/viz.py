@@ -14,6 +14,7 @@ from ..catalogue.spec import LAYOUTS
 from ..interpreter.breakpoints import BreakpointError, parse_pid
 from ..interpreter.versions import triton_viz_problem
 from ..runtime.files import writable_folder
+from ..runtime.job import VizJob
 from ..viz import outdir
 from .common import SEED, TIMEOUT, TargetKind, classify_target
 
@@ -76,9 +77,9 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
                                    f"(with a SPEC); {target} is a script: pass its own arguments after --")
     elif script_args:
         raise click.UsageError(f"{target} is a catalogue file: it takes no script arguments")
-    job = {"kind": kind, "target": str(Path(target).resolve()), "argv": list(script_args),
-           "shape": list(shape) if shape else None, "dtype": dtype, "layout": layout, "seed": seed,
-           "config": config, "variant": variant, "pid": list(wanted) + [0] * (3 - len(wanted)) if wanted else None}
+    job = VizJob(kind=kind, target=str(Path(target).resolve()), argv=tuple(script_args), shape=shape or None,
+                 dtype=dtype, layout=layout, seed=seed, config=config, variant=variant,
+                 pid=tuple(wanted) + (0,) * (3 - len(wanted)) if wanted else None)
     folder = _out_folder(Path(out_dir))
     if serve:
         _serve(job, target, port, timeout, folder)
@@ -203,7 +204,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> None:
+def _serve(job: VizJob, target: str, port: int, timeout: float, out_dir: Path) -> None:
     from ..viz.runner import Server
 
     if not _port_free(port):

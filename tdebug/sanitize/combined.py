@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ..interpreter.limits import Limits
 from ..report import Finding
 from ..runtime.harness import run_job
+from ..runtime.job import Job, JobLimits
 from ..runtime.results import CaseResult, JobResult
 from . import compute_sanitizer as cs_mod
 
@@ -53,18 +54,18 @@ class Combined:
     seconds: float = 0.0
 
 
-def interpreter_job(job: dict, limits: Limits) -> dict:
+def interpreter_job(job: Job, limits: Limits) -> Job:
     """The interpreter pass's job: the sanitize job as the CPU path runs it, with the size caps."""
-    return {**job, "limits": {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}}
+    return job.but(limits=JobLimits(limits.max_programs, limits.max_bytes))
 
 
-def run_interpreter(job: dict, limits: Limits, timeout: float) -> EngineRun:
+def run_interpreter(job: Job, limits: Limits, timeout: float) -> EngineRun:
     started = time.perf_counter()
     result = run_job(interpreter_job(job, limits), mode="interpret", timeout=timeout, capture=True)
     return EngineRun(TDEBUG, result, time.perf_counter() - started)
 
 
-def sanitize_combined(job: dict, tools: Sequence[str], *, interpreter: bool = True, gpu_tools: bool = True,
+def sanitize_combined(job: Job, tools: Sequence[str], *, interpreter: bool = True, gpu_tools: bool = True,
                       keep_log: str | None = None, timeout: float = 120.0,
                       limits: Limits = DEFAULT_LIMITS) -> Combined:
     """Run the chosen engines over one sanitize job (as tdebug.sanitize.sanitize_job builds it), all at once,
