@@ -13,7 +13,7 @@ import click
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import DTYPES, TargetError, has_spec, load_target
 from ..runtime.device import gpu_visible
-from ..runtime.files import write_atomic
+from ..runtime.files import write_output
 from .common import SEED, output_file
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -183,6 +183,6 @@ def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file:
     click.echo(render_text(report, rows))
     if json_file:
         Path(json_file).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(json_file, json.dumps(report, indent=1) + "\n")
+        write_output(json_file, json.dumps(report, indent=1) + "\n", "--json")
         _log(f"results written to {json_file}")
     return any(r.error or (r.check is not None and not r.check.ok) for r in rows)

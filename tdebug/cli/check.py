@@ -14,7 +14,7 @@ from ..catalogue.files import kernel_files
 from ..check.runner import check_file
 from ..report import Finding, render
 from ..runtime import device as device_mod
-from ..runtime.files import same_file, write_atomic
+from ..runtime.files import same_file, write_output
 from ..runtime.results import JobResult, render_case
 from .common import (
     SEED,
@@ -113,7 +113,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         payload = {"tool": "tdebug check", "seed": seed, "device": device, "elapsed": elapsed,
                    "files": [_result_json(p, r, seed, device) for p, r in results]}
         json_file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(json_file, json.dumps(payload, indent=1, default=str))
+        write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", files)
         click.echo(f"wrote {json_path}")
     failed = totals["fail"] > 0 or lint_count > 0
     incomplete = could_not_run((c for _, r in results for c in r.cases), instead="tdebug check FILE --device cuda")

@@ -17,7 +17,7 @@ from ..interpreter.versions import triton_viz_problem
 from ..report import render
 from ..runtime import device as device_mod
 from ..runtime.device import NO_GPU
-from ..runtime.files import write_atomic
+from ..runtime.files import write_output
 from ..runtime.harness import run_job
 from ..runtime.job import JobLimits
 from ..runtime.results import JobResult
@@ -255,7 +255,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     if json_file:
         json_file.parent.mkdir(parents=True, exist_ok=True)
         payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": ran, "targets": report}
-        write_atomic(json_file, json.dumps(payload, indent=1, default=str))
+        write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", inputs)
     if not any_found and not incomplete and nothing_checked:
         raise NothingChecked(f"{nothing_checked[0]}" + (f" and {len(nothing_checked) - 1} more"
                                                          if len(nothing_checked) > 1 else "")

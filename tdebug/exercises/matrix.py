@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..catalogue.files import kernel_files, repo_root
 from ..runtime.device import gpu_visible
-from ..runtime.files import write_atomic
+from ..runtime.files import write_output
 from .detectors import CAUGHT, ERROR, MISSED, Options, Run, lint_of, run_check, run_sanitizer, story_job
 from .workspace import BugEntry, load_bugs
 
@@ -425,7 +425,6 @@ def to_text(matrix: Matrix) -> str:
 
 
 def write_markdown(matrix: Matrix, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, to_markdown(matrix))
+    write_output(path, to_markdown(matrix), "--markdown")
     return path
 

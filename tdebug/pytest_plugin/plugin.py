@@ -65,7 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.args = [str(repo_root() / "kernels")]
     if not hasattr(config, "workerinput"):
-        from .reporter import Reporter
+        from .reporter import Reporter, check_json_path
+
+        check_json_path(config)
 
         config.pluginmanager.register(Reporter(config, seed), "tdebug-reporter")
     if not _is_xdist_controller(config):

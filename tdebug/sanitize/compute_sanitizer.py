@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..report import Finding, merge
+from ..runtime.files import write_output
 from ..runtime.harness import run_job
 from ..runtime.job import Job
 from ..runtime.results import CaseResult, ChildLog, JobResult
@@ -527,9 +528,7 @@ def run_tools(job: Job, tools: Sequence[str], cs: str, timeout: float) -> list[T
 def write_logs(keep_log: str, runs: Sequence[ToolRun]) -> None:
     """Each tool's raw log: keep_log itself for one tool, NAME.TOOL.log for several."""
     for run in runs:
-        path = log_path(keep_log, run.tool, len(runs))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(run.log)
+        write_output(log_path(keep_log, run.tool, len(runs)), run.log, "--keep-log")
 
 
 def sanitize_on_gpu(job: Job, tools: Sequence[str], keep_log: str | None, timeout: float) -> JobResult:
