@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
 from ..runtime.harness import run_job
-from ..runtime.job import Job, Plan
+from ..runtime.job import Job, Plan, fresh_seed
 from ..runtime.results import JobResult
 
 
@@ -24,7 +23,7 @@ def check_file(path: str | Path, *, quick: bool = False, device: str = "cpu", se
     """
     job = Job(
         target=str(Path(path).resolve()), kind="spec", lint=True,
-        plan=Plan(quick=quick, device=device, seed=secrets.randbelow(2**31) if seed is None else seed,
+        plan=Plan(quick=quick, device=device, seed=fresh_seed() if seed is None else seed,
                   dtypes=dtypes, layouts=layouts, shapes=shapes),
         reference_from=str(Path(reference_from).resolve()) if reference_from else None,
         guard=(device == "cuda") if guard is None else guard,

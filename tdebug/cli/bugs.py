@@ -13,7 +13,7 @@ import click
 
 from ..catalogue.files import kernel_files, repo_root
 from ..exercises.workspace import BugEntry, ExerciseError, Workspace, find_bug, load_bugs, solution_diff
-from .common import SEED, TIMEOUT, NothingChecked, output_file
+from .common import SEED, TIMEOUT, NothingChecked, fresh_seed, output_file
 
 
 def _rel(path: Path) -> str:
@@ -289,7 +289,7 @@ def reset(ctx: click.Context, bug_id: str) -> None:
 @click.option("--expected-only", is_flag=True, help="Run each bug only under the detectors its BUG.caught_by names.")
 @click.option("--full", is_flag=True, help="The full case matrix, not the quick one.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Cells at once (default: CPU count).")
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=None, help="Input seed (default: a fresh one, printed).")
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("--markdown", "markdown", type=click.Path(dir_okay=False), default=None,
               help="Also write the table as Markdown to this file (none by default).")
@@ -309,6 +309,7 @@ def matrix(only, with_kernels, detectors, expected_only, full, jobs, seed, timeo
     # Only where the user says: never into the installed tool's own docs/ by default.
     target = Path(markdown) if markdown and not no_markdown else None
     output_file(str(target) if target else None, "--markdown", [b.path for b in all_bugs] + kernel_files())
+    seed = fresh_seed() if seed is None else seed
     done = {"n": 0}
 
     def on_cell(row, cell) -> None:

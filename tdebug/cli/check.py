@@ -16,6 +16,7 @@ from ..report import Finding, render
 from ..runtime import device as device_mod
 from ..runtime.files import same_file, write_output
 from ..runtime.results import JobResult, render_case
+from ..runtime.verdict import Verdict
 from .common import (
     SEED,
     TIMEOUT,
@@ -24,7 +25,6 @@ from .common import (
     TargetKind,
     classify_target,
     could_not_run,
-    exit_code,
     fresh_seed,
     output_file,
 )
@@ -103,6 +103,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         results.append((path, result))
     elapsed = time.perf_counter() - started
     lint_count = sum(len(r.lint) for _, r in results)
+    verdict = sum((Verdict.of(r.cases, fatal=r.fatal, lint=len(r.lint)) for _, r in results), Verdict())
     click.echo(f"\nsummary: {totals['pass']} passed, {totals['fail']} failed, {lint_count} lint warning(s) "
                f"in {elapsed:.1f} s (seed {seed})")
     for path, result in results:
@@ -111,16 +112,14 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
                    f"{len(result.cases) - bad + bool(result.fatal)}/{len(result.cases) or 1} cases")
     if json_file:
         payload = {"tool": "tdebug check", "seed": seed, "device": device, "elapsed": elapsed,
-                   "files": [_result_json(p, r, seed, device) for p, r in results]}
+                   "verdict": verdict.to_json(), "files": [_result_json(p, r, seed, device) for p, r in results]}
         json_file.parent.mkdir(parents=True, exist_ok=True)
         write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", files)
         click.echo(f"wrote {json_path}")
-    failed = totals["fail"] > 0 or lint_count > 0
-    incomplete = could_not_run((c for _, r in results for c in r.cases), instead="tdebug check FILE --device cuda")
+    could_not_run((c for _, r in results for c in r.cases), instead="tdebug check FILE --device cuda")
     for path, result in results:  # a file that could not even be planned (it raised at import): one line each
         if result.fatal:
             click.echo(f"tdebug: error: {path}: {result.fatal}", err=True)
-            incomplete = True
-    if not failed and not incomplete and totals["pass"] == 0:
+    if verdict.nothing_checked:
         raise NothingChecked("no case ran (every file planned 0 cases): nothing was checked")
-    raise SystemExit(exit_code(failed, incomplete))
+    raise SystemExit(verdict.exit_code)

@@ -11,6 +11,8 @@ import click
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS, has_spec
 from ..runtime.files import OutputError, check_output
+from ..runtime.job import fresh_seed as fresh_seed  # the one seed policy, for the subcommands
+from ..runtime.verdict import COULD_NOT_RUN
 
 
 class NothingChecked(click.UsageError):
@@ -18,7 +20,6 @@ class NothingChecked(click.UsageError):
 
 EXIT_CODES = ("Exit codes: 0 clean / all pass; 1 findings or failures; 2 usage error; 3 tdebug could not do "
               "the job (an internal error, a kernel the interpreter cannot run, a missing tool).")
-COULD_NOT_RUN = frozenset({"internal", "unsupported", "not-checked"})  # statuses: tdebug did not check the case
 
 
 class CouldNotRun(click.ClickException):
@@ -44,11 +45,6 @@ def could_not_run(cases, instead: str = "") -> bool:
         click.echo(f"tdebug: could not run {case.label} on the CPU interpreter: {unsupported.message}{where}{hint}",
                    err=True)
     return bool(said)
-
-
-def exit_code(failed: bool, incomplete: bool) -> int:
-    """3 when part of the job could not be done (whatever else was found), else 1 on failures, else 0."""
-    return 3 if incomplete else 1 if failed else 0
 
 
 class TargetKind:
@@ -126,7 +122,3 @@ def case_options(fn):
     return fn
 
 
-def fresh_seed() -> int:
-    import secrets
-
-    return secrets.randbelow(2**31)

@@ -11,8 +11,8 @@ from ..runtime.device import gpu_visible
 from ..runtime.harness import run_job
 from ..runtime.job import Job, Plan
 from ..runtime.results import render_case
+from ..runtime.verdict import COULD_NOT_RUN, Status, Verdict
 from .common import (
-    COULD_NOT_RUN,
     TIMEOUT,
     CouldNotRun,
     NothingChecked,
@@ -96,31 +96,23 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         raise (click.UsageError if result.fatal_usage else CouldNotRun)(result.fatal)
     if kind == TargetKind.SPEC:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
-    failed = quit_debugger = False
     for case in result.cases:
-        if case.status == "quit":
-            quit_debugger = True
+        if case.status == Status.QUIT:
             click.echo(f"quit the debugger: {case.label} stopped there, as asked")
             continue
         if (kind == TargetKind.SCRIPT and case.ok) or case.status in COULD_NOT_RUN:
             continue
         for line in render_case(case):
             click.echo(line)
-        failed |= not case.ok
     if kind == TargetKind.SCRIPT and mode == "interpret":
         for line in autotune_lines(result.cases):
             click.echo(line, err=True)
-    if could_not_run(result.cases, instead=f"tdebug run {target} --mode debug"):
-        raise SystemExit(3)
-    if failed:
-        if kind == TargetKind.SCRIPT:  # the script's own exit code is reported, never passed through
-            code = result.cases[0].exit_code
-            click.echo(f"{target} failed" + (f" (exit code {code})" if code else ""))
-        raise SystemExit(1)
-    if quit_debugger:
-        raise SystemExit(0)
-    if not result.cases:
-        raise NothingChecked(f"{target}: no case ran: nothing was checked")
-    if result.cases[0].launched_nothing:
-        raise NothingChecked(f"{target} launched no Triton kernel: nothing was checked")
-    raise SystemExit(0)
+    verdict = Verdict.of(result.cases)
+    could_not_run(result.cases, instead=f"tdebug run {target} --mode debug")  # said on stderr, one line each
+    if verdict.found and not verdict.incomplete and kind == TargetKind.SCRIPT:
+        code = result.cases[0].exit_code  # the script's own exit code is reported, never passed through
+        click.echo(f"{target} failed" + (f" (exit code {code})" if code else ""))
+    if verdict.nothing_checked:
+        raise NothingChecked(f"{target}: no case ran: nothing was checked" if not result.cases
+                             else f"{target} launched no Triton kernel: nothing was checked")
+    raise SystemExit(verdict.exit_code)

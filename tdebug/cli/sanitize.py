@@ -21,6 +21,7 @@ from ..runtime.files import write_output
 from ..runtime.harness import run_job
 from ..runtime.job import JobLimits
 from ..runtime.results import JobResult
+from ..runtime.verdict import Verdict
 from ..sanitize import CHECKS, sanitize_job
 from ..sanitize.sweep import sanitize_script
 from .common import (
@@ -32,7 +33,6 @@ from .common import (
     TargetKind,
     classify_target,
     could_not_run,
-    exit_code,
     fresh_seed,
     output_file,
 )
@@ -72,16 +72,6 @@ def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
             raise CouldNotRun(f"{asked}: {NO_CS}")
         return False, True, f"tdebug sanitize: {NO_CS}; tdebug's interpreter pass only"
     return True, engine == "auto", ""
-
-
-def _findings_summary(result: JobResult) -> Counter:
-    counts: Counter = Counter()
-    for case in result.cases:
-        if case.status in COULD_NOT_RUN:  # said on stderr: not a finding about the kernel
-            continue
-        for f in case.findings:
-            counts[f.check] += 1
-    return counts
 
 
 def _render_result(result: JobResult, target: str, max_findings: int, engines: bool = False) -> None:
@@ -191,7 +181,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
     report = []
     rows = []
-    any_found = incomplete = False
+    total = Verdict()
     nothing_checked: list[str] = []  # targets that ran no case, or a script that launched no Triton kernel
     for path, kind in targets:
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
@@ -217,12 +207,11 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         elapsed = time.perf_counter() - started
         if result.fatal:
             raise (click.UsageError if result.fatal_usage else CouldNotRun)(f"{path}: {result.fatal}")
-        incomplete |= could_not_run(result.cases, instead=f"tdebug sanitize {path} --device cuda")
-        counts = _findings_summary(result)
-        found = bool(counts) or any(c.status != "pass" and c.status not in COULD_NOT_RUN for c in result.cases)
-        unchecked = any(c.status in COULD_NOT_RUN for c in result.cases) or (bool(notes) and not found)
-        any_found |= found
-        incomplete |= unchecked
+        could_not_run(result.cases, instead=f"tdebug sanitize {path} --device cuda")  # said on stderr
+        verdict = Verdict.of(result.cases, unchecked_notes=notes)
+        total += verdict
+        counts = Counter(verdict.findings)
+        found, unchecked = verdict.found, verdict.incomplete
         if not found and not unchecked and (not result.cases or any(c.launched_nothing for c in result.cases)):
             nothing_checked.append(path)
         rows.append((path, counts, elapsed, len(result.cases), found, unchecked))
@@ -248,21 +237,19 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             click.echo(f"{Path(path).parent.name + '/' + Path(path).name:48s} {n:5d}  {text:30s} {elapsed:6.1f}s")
     else:
         path, counts, elapsed, n, found, unchecked = rows[0]
-        verdict = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or (
-            "no findings, NOT fully checked" if unchecked else "failed" if found else "nothing checked"
-            if path in nothing_checked else "clean")
-        click.echo(f"tdebug sanitize {path}: {verdict} ({n} case(s), {elapsed:.1f} s, {ran}, seed {seed})")
+        click.echo(f"tdebug sanitize {path}: {verdict.summary()} ({n} case(s), {elapsed:.1f} s, {ran}, seed {seed})")
     if json_file:
         json_file.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": ran, "targets": report}
+        payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": ran,
+                   "verdict": total.to_json(), "targets": report}
         write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", inputs)
-    if not any_found and not incomplete and nothing_checked:
+    if not total.found and not total.incomplete and nothing_checked:
         raise NothingChecked(f"{nothing_checked[0]}" + (f" and {len(nothing_checked) - 1} more"
                                                          if len(nothing_checked) > 1 else "")
                              + " launched no Triton kernel: nothing was sanitized")
-    if not any_found and any(r["notes"] for r in report):  # a size cap stopped the interpreter pass
+    if not total.found and any(r["notes"] for r in report):  # a size cap stopped the interpreter pass
         click.echo("tdebug sanitize: nothing found, but not everything was checked (NOT CHECKED above)", err=True)
-    raise SystemExit(exit_code(any_found, incomplete))
+    raise SystemExit(total.exit_code)
 
 
 def _limits(max_programs: int | None, max_mib: int | None, on_gpu: bool):

@@ -16,7 +16,7 @@ from ..interpreter.versions import triton_viz_problem
 from ..runtime.files import writable_folder
 from ..runtime.job import VizJob
 from ..viz import outdir
-from .common import SEED, TIMEOUT, TargetKind, classify_target
+from .common import SEED, TIMEOUT, TargetKind, classify_target, fresh_seed
 
 if TYPE_CHECKING:
     from ..viz.runner import TraceResult
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 @click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(LAYOUTS), default="contiguous", show_default=True,
               help="Memory layout of the inputs.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Input seed.")
+@click.option("--seed", type=SEED, default=None, help="Input seed (default: a fresh one, printed).")
 @click.option("--config", type=click.IntRange(min=0), default=None,
               help="Autotuned kernels: this config (default: the one with the smallest tiles).")
 @click.option("--variant", default=None, help="A kernel's code path (see the file's SPEC.variants).")
@@ -77,8 +77,11 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
                                    f"(with a SPEC); {target} is a script: pass its own arguments after --")
     elif script_args:
         raise click.UsageError(f"{target} is a catalogue file: it takes no script arguments")
+    if kind == TargetKind.SPEC:  # a script makes its own inputs
+        seed = fresh_seed() if seed is None else seed
+        click.echo(f"tdebug viz: seed {seed}", err=True)
     job = VizJob(kind=kind, target=str(Path(target).resolve()), argv=tuple(script_args), shape=shape or None,
-                 dtype=dtype, layout=layout, seed=seed, config=config, variant=variant,
+                 dtype=dtype, layout=layout, seed=seed or 0, config=config, variant=variant,
                  pid=tuple(wanted) + (0,) * (3 - len(wanted)) if wanted else None)
     folder = _out_folder(Path(out_dir))
     if serve:

@@ -9,13 +9,12 @@ story's inputs, which a correct kernel refuses (a device_assert, an exception) r
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.harness import run_job
-from ..runtime.job import Job, Plan
+from ..runtime.job import Job, Plan, fresh_seed
 from ..runtime.results import JobResult
 from .workspace import SANITIZE_KINDS, BugEntry
 
@@ -34,7 +33,7 @@ class Options:
 
     def the_seed(self) -> int:
         if self.seed is None:
-            self.seed = secrets.randbelow(2**31)
+            self.seed = fresh_seed()
         return self.seed
 
 

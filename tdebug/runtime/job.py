@@ -4,6 +4,7 @@ the one place it is written for the child (to_json) and read back there (from_js
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -13,6 +14,12 @@ from .device import Device
 KINDS = ("spec", "script")
 ENGINES = ("tdebug", "symbolic")
 EXECUTORS = ("auto", "batched", "serial")  # how the child runs a launch's programs (TDEBUG_EXECUTOR)
+
+
+def fresh_seed() -> int:
+    """The one seed policy: every command draws a fresh input seed unless --seed is given, and prints it so
+    the run can be repeated."""
+    return secrets.randbelow(2**31)
 
 
 def _tuple(values) -> tuple | None:

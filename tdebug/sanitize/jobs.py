@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
 from ..runtime.harness import run_job
-from ..runtime.job import Job, Plan, SanitizeOptions
+from ..runtime.job import Job, Plan, SanitizeOptions, fresh_seed
 from ..runtime.results import JobResult
 from .checks import CHECKS
 from .sweep import sanitize_script
@@ -18,7 +17,7 @@ def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int |
                  argv: list[str] | None = None, single: bool = False, shape=None, dtype: str = "fp32",
                  layout: str = "contiguous", config: int | None = None) -> Job:
     """The worker job that sanitizes a catalogue file (its case matrix, or one case) or a script."""
-    seed = secrets.randbelow(2**31) if seed is None else seed
+    seed = fresh_seed() if seed is None else seed
     configs = (config,) if config is not None else None
     plan = None
     if kind == "spec" and single:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,46 @@ def test_device_resolves_once_for_every_command(monkeypatch):
     defaults = {cmd.name: next(p.default for p in cmd.params if p.name == "device")
                 for cmd in (check.command, sanitize.command)}
     assert defaults == {"check": device.DEFAULT, "sanitize": device.DEFAULT}
+
+
+def test_every_command_takes_its_exit_code_from_one_verdict():
+    """run, check and sanitize end with Verdict.exit_code (runtime/verdict.py): no command decides 0/1/3 itself."""
+    for name in ("run", "check", "sanitize"):
+        text = (PACKAGE / "cli" / f"{name}.py").read_text()
+        assert "Verdict.of(" in text and re.search(r"SystemExit\(\w+\.exit_code\)", text), name
+        tree = ast.parse(text)
+        literal_exits = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                         and getattr(n.func, "id", "") == "SystemExit" and n.args
+                         and isinstance(n.args[0], ast.Constant) and n.args[0].value in (0, 1, 3)]
+        assert not literal_exits, f"cli/{name}.py decides an exit code itself at lines {literal_exits}"
+    assert "def exit_code" not in (PACKAGE / "cli" / "common.py").read_text()
+
+
+def test_verdict_exit_codes_and_summary():
+    from tdebug.report import Finding
+    from tdebug.runtime.results import CaseResult
+    from tdebug.runtime.verdict import COULD_NOT_RUN, Check, Status, Verdict
+
+    def case(status: str, *checks: str, launches: int | None = 1) -> CaseResult:
+        return CaseResult(index=0, label="x", status=status, findings=[Finding(check=c, message="m") for c in checks],
+                          launch_count=launches)
+
+    clean = Verdict.of([case("pass"), case("pass")])
+    assert (clean.exit_code, clean.summary(), clean.clean) == (0, "clean", True)
+    found = Verdict.of([case("pass"), case("fail", "bounds", "bounds", "race")])
+    assert (found.exit_code, found.summary()) == (1, "2 bounds, 1 race")
+    assert Verdict.of([case("pass", "unwritten")]).exit_code == 1  # never clean with a finding
+    assert Verdict.of([case("weird-new-status")]).exit_code == 1  # an unknown status is never clean
+    unchecked = Verdict.of([case("fail", "bounds"), case("unsupported", "unsupported")])
+    assert unchecked.exit_code == 3  # part of the job not done: 3, whatever else was found
+    assert Verdict.of([], fatal="cannot import x.py").exit_code == 3
+    assert (Verdict.of([]).exit_code, Verdict.of([]).summary()) == (2, "nothing checked")
+    assert Verdict.of([case("pass", launches=0)]).exit_code == 2  # a script that launched no kernel
+    assert Verdict.of([case("quit")]).exit_code == 0  # the person quit the debugger, as they may
+    assert Verdict.of([case("pass")], unchecked_notes=["a size cap stopped it"]).exit_code == 3
+    assert Verdict.of([case("pass")], lint=1).exit_code == 1
+    total = clean + found + Verdict.of([], fatal="x")
+    assert (total.passed, total.failed, total.not_checked, total.exit_code) == (3, 1, 1, 3)
+    assert total.to_json()["findings"] == {"bounds": 2, "race": 1} and total.to_json()["exit_code"] == 3
+    assert {Status(s) for s in ("unsupported", "internal", "not-checked")} == COULD_NOT_RUN
+    assert Check("bounds") is Check.BOUNDS and str(Check.NO_KERNEL) == "no-kernel"
