@@ -6,7 +6,6 @@ the case in flight as crashed / hung, starts a fresh child and goes on with the 
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -15,11 +14,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..report import Finding
 from . import processes
+from .events import Event, EventKind
 from .job import Job
 from .results import CaseResult, ChildLog, JobResult
 
@@ -86,13 +86,13 @@ class EventPipe:
         self.sel = selectors.DefaultSelector()
         self.sel.register(read_fd, selectors.EVENT_READ)
 
-    def next_event(self, deadline: float | None) -> dict | None:
+    def next_event(self, deadline: float | None) -> Event | None:
         """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
         while True:
             while b"\n" in self.pending:
                 line, self.pending = self.pending.split(b"\n", 1)
                 if line.strip():
-                    return json.loads(line)
+                    return Event.parse(line)
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self.sel.select(timeout):
                 raise TimeoutError
@@ -146,7 +146,7 @@ class _Child:
                 thread.start()
                 self._threads.append(thread)
 
-    def next_event(self, deadline: float | None) -> dict | None:
+    def next_event(self, deadline: float | None) -> Event | None:
         return self.events.next_event(deadline)
 
     def kill(self) -> None:
@@ -170,7 +170,7 @@ class _Child:
         return self.proc.returncode
 
 
-def case_from_event(ev: dict) -> CaseResult:
+def case_from_event(ev: Event | Mapping) -> CaseResult:
     return CaseResult(
         index=ev["index"], label=ev.get("label", ""), status=ev.get("status", "error"),
         findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
@@ -246,8 +246,8 @@ def run_job(job: Job, mode: str = "interpret", timeout: float | None = 120.0, in
                     break
                 if ev is None:
                     break
-                kind = ev["event"]
-                if kind != "launch":  # a launch is part of its case: the case's deadline stands
+                kind = ev.kind
+                if kind != EventKind.LAUNCH:  # a launch is part of its case: the case's deadline stands
                     last_event = time.monotonic()
                 ready = True
                 if kind == "plan":
@@ -268,7 +268,7 @@ def run_job(job: Job, mode: str = "interpret", timeout: float | None = 120.0, in
                 elif kind == "fatal":
                     result.fatal, result.fatal_usage = ev["message"], ev.get("usage", False)
                 if on_event is not None:
-                    on_event(kind, ev)
+                    on_event(kind.value, dict(ev.data))
         except BaseException:
             child.kill()  # Ctrl-C, SIGTERM, a broken event: the child's whole group goes too
             raise

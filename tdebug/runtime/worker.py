@@ -9,7 +9,6 @@ child for the rest.
 from __future__ import annotations
 
 import bdb
-import json
 import os
 import runpy
 import sys
@@ -25,6 +24,7 @@ from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import Case, load_target
 from ..interpreter.versions import take_faults
 from ..report import Finding
+from .events import Event, EventKind
 from .job import Job
 from .processes import exit_now
 
@@ -34,8 +34,10 @@ class Channel:
         self._file = os.fdopen(fd, "w", buffering=1)
 
     def send(self, event: str, **data) -> None:
+        """Send one Event (its kind, its data) to the parent."""
+        line = Event(EventKind(event), data).line()
         try:
-            self._file.write(json.dumps({"event": event, **data}, default=str) + "\n")
+            self._file.write(line)
             self._file.flush()
         except BrokenPipeError:  # the parent is gone (killed, timed out): nobody to report to
             os._exit(1)

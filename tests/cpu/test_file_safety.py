@@ -231,6 +231,18 @@ def test_viz_never_writes_into_a_folder_of_the_users_files(tmp_path):
     assert {n: (tmp_path / n).read_bytes() for n in mine} == mine
 
 
+def test_viz_after_a_run_cut_short_never_replaces_a_file_it_cannot_prove_its_own(tmp_path):
+    """Ctrl-C between writing the pictures and recording their digests: the manifest names them with no
+    digest; the person edits one; the next run must not replace it (it draws into a fresh subfolder)."""
+    folder = tmp_path / "out"
+    outdir.prepare(folder, ["viz.html", "launch1.png"])
+    (folder / "launch1.png").write_bytes(b"drawn, then edited by the person")  # never recorded: cut short
+    chosen, note = outdir.choose(folder)
+    assert chosen == folder / "tdebug-viz" and "did not write" in note
+    outdir.prepare(chosen, ["launch1.png"])
+    assert (folder / "launch1.png").read_bytes() == b"drawn, then edited by the person"
+
+
 def test_viz_treats_a_file_the_user_changed_or_added_as_theirs(tmp_path):
     folder = tmp_path / "out"
     outdir.prepare(folder, ["viz.html"])

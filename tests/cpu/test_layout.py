@@ -263,3 +263,26 @@ def test_verdict_exit_codes_and_summary():
     assert total.to_json()["findings"] == {"bounds": 2, "race": 1} and total.to_json()["exit_code"] == 3
     assert {Status(s) for s in ("unsupported", "internal", "not-checked")} == COULD_NOT_RUN
     assert Check("bounds") is Check.BOUNDS and str(Check.NO_KERNEL) == "no-kernel"
+
+
+def test_an_event_is_made_only_through_its_type():
+    """No module writes or reads a pipe event as a dict with an "event" key: runtime/events.Event only."""
+    events = PACKAGE / "runtime" / "events.py"
+    bad = []
+    for path in MODULES:
+        if path == events:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict) and "event" in _dict_keys(node):
+                bad.append(f"{_source(path)}:{node.lineno}: an event built as a dict")
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == "event":
+                bad.append(f"{_source(path)}:{node.lineno}: an event read as a dict")
+    assert not bad, "\n".join(bad)
+    from tdebug.runtime.events import Event, EventKind
+
+    event = Event(EventKind.RESULT, {"index": 2, "status": "pass"})
+    assert Event.parse(event.line()) == event and event["index"] == 2 and event.get("nope") is None
+    with pytest.raises(ValueError):
+        Event("progress")  # no such kind: the parent would not read it
+    with pytest.raises(TypeError):
+        event.data["index"] = 3  # frozen
