@@ -79,7 +79,6 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
         raise click.UsageError(f"{target} is a catalogue file: it takes no script arguments")
     if kind == TargetKind.SPEC:  # a script makes its own inputs
         seed = fresh_seed() if seed is None else seed
-        click.echo(f"tdebug viz: seed {seed}", err=True)
     job = VizJob(kind=kind, target=str(Path(target).resolve()), argv=tuple(script_args), shape=shape or None,
                  dtype=dtype, layout=layout, seed=seed or 0, config=config, variant=variant,
                  pid=tuple(wanted) + (0,) * (3 - len(wanted)) if wanted else None)
@@ -140,7 +139,7 @@ def _report(result: TraceResult, target: str, out_dir: Path) -> int:
 def _summary(result: TraceResult, target: str) -> list[str]:
     info = result.info
     what = info.get("kernel") or Path(target).name
-    case = f" {info['case']}" if info.get("case") else ""
+    case = f" {info['case']}, seed {info['seed']}" if info.get("case") else ""  # the seed: to repeat the run
     lines = [f"tdebug viz: {what}{case} ({target})"]
     for launch in result.launches:
         extra = f", {launch.config}" if launch.config else ""

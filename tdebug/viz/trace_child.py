@@ -90,7 +90,7 @@ def run_spec(job: VizJob, result: dict) -> None:
         return
     variant = job.variant or list(spec.variants)[0]
     case = Case(shape, job.dtype, job.layout, job.seed, "cpu", config, variant)
-    result["case"] = case.label()
+    result["case"], result["seed"] = case.label(), case.seed
     result["shape"] = list(shape)
     STATE.config_index = config
     inputs = spec.make_inputs(case)
