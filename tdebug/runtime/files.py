@@ -150,12 +150,27 @@ def written_by_tdebug(path: Path | str) -> bool:
 def _record(path: Path, digest: str) -> None:
     """Add `path` (its folder's manifest) to what tdebug wrote; a manifest that is not tdebug's is left alone
     (the file then stays unrecorded: the next run refuses to replace it, the safe way round)."""
-    recorded = _manifest(path.parent)
-    if recorded is None:
-        return
-    files = {name: d for name, d in recorded.items() if (path.parent / name).is_file()}
-    files[path.name] = digest
-    write_atomic(path.parent / MANIFEST, json.dumps({"note": _NOTE, "files": files}, indent=1, sort_keys=True) + "\n")
+    with _folder_lock(path.parent):  # two tdebug processes recording in one folder: neither record is lost
+        recorded = _manifest(path.parent)
+        if recorded is None:
+            return
+        files = {name: d for name, d in recorded.items() if (path.parent / name).is_file()}
+        files[path.name] = digest
+        write_atomic(path.parent / MANIFEST,
+                     json.dumps({"note": _NOTE, "files": files}, indent=1, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive flock on the folder itself (no lock file left in the user's folder)."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def check_output(path: Path | str, option: str, inputs: Iterable[Path | str] = ()) -> Path:

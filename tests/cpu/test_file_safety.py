@@ -317,3 +317,18 @@ def test_concurrent_resets_never_lose_the_users_edit(tmp_path, monkeypatch):
             assert len(backups) == 8  # one per reset, none overwritten
             assert copy.read_bytes() == bug.path.read_bytes()
             assert not list(ws.glob(".*.tmp"))
+
+
+def _write_many(args: tuple[str, int]) -> None:
+    folder, worker = args
+    for i in range(10):
+        write_output(Path(folder) / f"w{worker}_{i}.json", "{}", "--json")
+
+
+def test_concurrent_writers_in_one_folder_keep_every_record(tmp_path):
+    """Four processes writing outputs into one folder at once: every file is recorded as tdebug's."""
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        pool.map(_write_many, [(str(tmp_path), w) for w in range(4)])
+    for w in range(4):
+        for i in range(10):
+            check_output(tmp_path / f"w{w}_{i}.json", "--json")  # replaceable: recorded, unchanged
