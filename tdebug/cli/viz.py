@@ -173,11 +173,15 @@ def _render(result: TraceResult, target: str, out_dir: Path) -> list[Path]:
         outdir.prepare(out_dir, names)
     except (outdir.OutDirError, OSError) as e:
         raise click.UsageError(f"--out {out_dir}: {e}") from None
-    errors = [(m, draw_error(m, out_dir / name)) for m, name in zip(result.errors, error_names)]
-    paths = [png for _, png in errors] + [d.path for d in draw_all(result.launches, out_dir)]
-    info = result.info
-    title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
-    paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target), errors=errors))
+    try:
+        errors = [(m, draw_error(m, out_dir / name)) for m, name in zip(result.errors, error_names)]
+        paths = [png for _, png in errors] + [d.path for d in draw_all(result.launches, out_dir)]
+        info = result.info
+        title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
+        paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target), errors=errors))
+    except BaseException:  # Ctrl-C, SIGTERM: no temporary file of a worker left in the user's --out
+        outdir.remove_temporaries(out_dir, names)
+        raise
     outdir.record(out_dir, paths)
     return paths
 

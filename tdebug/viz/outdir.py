@@ -5,6 +5,7 @@ subfolder (tdebug-viz, tdebug-viz-2, ...)."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 from pathlib import Path
@@ -79,6 +80,14 @@ def prepare(folder: Path, names: list[str]) -> None:
         if digest is not None and path.is_file() and Path(name).name == name:
             path.unlink()
     _write_manifest(folder, dict.fromkeys(names))
+
+
+def remove_temporaries(folder: Path, names: list[str]) -> None:
+    """The temporary files of pictures being written when the run was cut short (a drawing worker ended by
+    SIGTERM leaves its .NAME.XXXXXX.tmp beside NAME: runtime.files.atomic_file's naming)."""
+    for name in names:
+        for tmp in folder.glob(f".{glob.escape(name)}.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
 
 def record(folder: Path, paths: list[Path]) -> None:

@@ -243,6 +243,25 @@ def test_viz_after_a_run_cut_short_never_replaces_a_file_it_cannot_prove_its_own
     assert (folder / "launch1.png").read_bytes() == b"drawn, then edited by the person"
 
 
+def test_viz_cut_short_leaves_no_temporary_file_in_out(tmp_path, monkeypatch):
+    """SIGTERM while drawing: a worker's .NAME.XXXXXX.tmp is removed; the user's own files stay."""
+    from tdebug.cli import viz as viz_cli
+    from tdebug.viz import draw
+    from tdebug.viz.runner import TraceResult
+
+    folder = tmp_path / "out"
+
+    def killed_while_drawing(launches, out_dir):
+        (out_dir / ".viz.html.a1b2c3.tmp").write_text("half a page")  # a worker's, ended by SIGTERM
+        (out_dir / ".notes.txt.keep.tmp").write_text("the user's")  # not a name viz writes: left alone
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(draw, "draw_all", killed_while_drawing)
+    with pytest.raises(KeyboardInterrupt):
+        viz_cli._render(TraceResult(), "t.py", folder)
+    assert sorted(p.name for p in folder.iterdir()) == [".notes.txt.keep.tmp", outdir.MANIFEST]
+
+
 def test_viz_treats_a_file_the_user_changed_or_added_as_theirs(tmp_path):
     folder = tmp_path / "out"
     outdir.prepare(folder, ["viz.html"])
