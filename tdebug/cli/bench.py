@@ -184,7 +184,6 @@ def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file:
     report["targets"] = [v.__dict__ for v in verdicts(rows, peaks.copy_gbps)]
     click.echo(render_text(report, rows))
     if json_file:
-        Path(json_file).parent.mkdir(parents=True, exist_ok=True)
         write_output(json_file, json.dumps(report, indent=1) + "\n", "--json")
         _log(f"results written to {json_file}")
     return any(r.error or (r.check is not None and not r.check.ok) for r in rows)

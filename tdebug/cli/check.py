@@ -113,7 +113,6 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
     if json_file:
         payload = {"tool": "tdebug check", "seed": seed, "device": device, "elapsed": elapsed,
                    "verdict": verdict.to_json(), "files": [_result_json(p, r, seed, device) for p, r in results]}
-        json_file.parent.mkdir(parents=True, exist_ok=True)
         write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", files)
         click.echo(f"wrote {json_path}")
     could_not_run((c for _, r in results for c in r.cases), instead="tdebug check FILE --device cuda")

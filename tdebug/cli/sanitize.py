@@ -239,7 +239,6 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         path, counts, elapsed, n, found, unchecked = rows[0]
         click.echo(f"tdebug sanitize {path}: {verdict.summary()} ({n} case(s), {elapsed:.1f} s, {ran}, seed {seed})")
     if json_file:
-        json_file.parent.mkdir(parents=True, exist_ok=True)
         payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": ran,
                    "verdict": total.to_json(), "targets": report}
         write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", inputs)
