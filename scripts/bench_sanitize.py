@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tdebug.catalogue.cases import autotune_configs  # noqa: E402
-from tdebug.catalogue.spec import load_target  # noqa: E402
+from tdebug.catalogue.spec import Case, load_target  # noqa: E402
 from tdebug.runtime.harness import run_job  # noqa: E402
+from tdebug.runtime.job import Job, SanitizeOptions  # noqa: E402
 from tdebug.sanitize import CHECKS  # noqa: E402
 
 
@@ -36,9 +37,8 @@ def tile_config(path: Path, bm: int, bn: int) -> int:
 
 def time_case(path: Path, case: dict, checks: list[str] | None) -> tuple[float, float]:
     """The case's own (wall, CPU) seconds, plain (checks None) or under the sanitizer with these checks."""
-    job = {"target": str(path), "kind": "spec", "cases": [case]}
-    if checks is not None:
-        job["sanitize"] = {"checks": checks, "max_findings": 50}
+    options = SanitizeOptions(checks=tuple(checks), max_findings=50) if checks is not None else None
+    job = Job(target=str(path), kind="spec", cases=(Case(**{**case, "shape": tuple(case["shape"])}),), sanitize=options)
     result = run_job(job, mode="interpret", timeout=1800)
     (c,) = result.cases
     if c.status != "pass":

@@ -7,32 +7,32 @@ already set, so Triton reads it at import; results go back over the pipe whose f
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 from .catalogue.spec import load_target
+from .runtime.job import Job
 from .runtime.worker import Channel, PlanError, exception_finding, run_script_job, run_spec_job
 
 
-def _sanitizer(job: dict):
+def _sanitizer(job: Job):
     """The sanitizer session a job asks for (installed), or None."""
-    if job.get("sanitize") is None:
+    if job.sanitize is None:
         return None
-    if job.get("engine") == "symbolic":
+    if job.engine == "symbolic":
         from .sanitize.symbolic import SymbolicSession as Session
     else:
         from .interpreter import viz_decorators
         from .sanitize.session import SanitizerSession as Session
 
         viz_decorators.install()  # a script's own @triton_viz.trace would hide its kernels from us
-    session = Session(**job["sanitize"])
+    session = Session(checks=list(job.sanitize.checks), max_findings=job.sanitize.max_findings)
     session.install()
     return session
 
 
-def _divergence(job: dict, session) -> None:
+def _divergence(job: Job, session) -> None:
     """On a GPU: each launch on CUDA tensors also runs compiled from the same snapshot (sanitize.divergence)."""
     from .sanitize.divergence import DivergenceCheck
 
@@ -40,7 +40,7 @@ def _divergence(job: dict, session) -> None:
         finding.config = finding.config or session.config
         session.case_findings.append(finding)
 
-    DivergenceCheck(report, job.get("target", ""), job.get("argv")).install()
+    DivergenceCheck(report, job.target, list(job.argv)).install()
 
 
 def _end_with_parent() -> None:
@@ -62,7 +62,7 @@ def _end_with_parent() -> None:
 
 def main(argv: list[str]) -> int:
     _end_with_parent()
-    job = json.loads(Path(argv[0]).read_text())
+    job = Job.from_json(Path(argv[0]).read_text())
     channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
     try:
         return _run(job, channel)
@@ -75,49 +75,50 @@ def main(argv: list[str]) -> int:
         return 3
 
 
-def _run(job: dict, channel: Channel) -> int:
+def _run(job: Job, channel: Channel) -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import patches as interpret
 
-        interpret.install(exact_values=job.get("engine") != "symbolic")
-        if job.get("engine") != "symbolic":  # triton-viz's symbolic launches compute no stores to record
+        interpret.install(exact_values=job.engine != "symbolic")
+        if job.engine != "symbolic":  # triton-viz's symbolic launches compute no stores to record
             from .interpreter import stores
 
             stores.install()  # which program stored each element: a failing case's localisation
-    elif job.get("pin_autotune"):  # GPU modes: run the case's config instead of benchmarking them all
+    elif job.pin_autotune:  # GPU modes: run the case's config instead of benchmarking them all
         from .interpreter.patches import pin_autotune
 
         pin_autotune()
     sanitizer = _sanitizer(job)
-    if job.get("divergence") and os.environ.get("TRITON_INTERPRET") == "1" and hasattr(sanitizer, "case_findings"):
+    if job.divergence and os.environ.get("TRITON_INTERPRET") == "1" and hasattr(sanitizer, "case_findings"):
         _divergence(job, sanitizer)
-    if job.get("limits") and os.environ.get("TRITON_INTERPRET") == "1":
+    if job.limits is not None and os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import limits
 
-        limits.install(limits.Limits(**job["limits"]))  # after the sanitizer: checked before its shadows
+        # after the sanitizer: checked before its shadows
+        limits.install(limits.Limits(job.limits.max_programs, job.limits.max_bytes))
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
     try:
         target = None
-        if job["kind"] == "spec":
+        if job.kind == "spec":
             try:
-                target = load_target(job["target"])
+                target = load_target(job.target)
             except Exception as exc:  # noqa: BLE001 - a broken user file is reported, not a traceback
                 finding = exception_finding(exc)
                 where = f" ({finding.file}:{finding.line})" if finding.file else ""
-                channel.send("fatal", message=f"cannot import {job['target']}: {finding.message}{where}", usage=False)
+                channel.send("fatal", message=f"cannot import {job.target}: {finding.message}{where}", usage=False)
                 return 1
-        if job.get("breaks") is not None:
+        if job.breaks is not None:
             from .interpreter import breakpoints
 
-            points = breakpoints.resolve_breaks(job["target"], job["breaks"])
-            pid = tuple(job["pid"]) if job.get("pid") is not None else None
+            points = breakpoints.resolve_breaks(job.target, list(job.breaks))
+            pid = job.pid
             debugger = breakpoints.start(points, pid)
-        if job["kind"] == "spec":
+        if job.kind == "spec":
             lint = guard_factory = None
-            if job.get("lint"):
+            if job.lint:
                 from .check.lint import lint_kernel as lint
-            if job.get("guard"):
+            if job.guard:
                 from .sanitize.guard_bands import GuardSession as guard_factory
             try:
                 run_spec_job(job, channel, target, sanitizer, lint=lint, guard_factory=guard_factory)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
 from ..runtime.harness import run_job
+from ..runtime.job import Job, Plan, fresh_seed
 from ..runtime.results import JobResult
 
 
@@ -21,16 +21,14 @@ def check_file(path: str | Path, *, quick: bool = False, device: str = "cpu", se
     (guard bands on by default there). reference_from: a file whose reference and make_inputs judge
     this one (an exercise copy is judged by its fixed kernel's reference, not its own).
     """
-    job = {
-        "target": str(Path(path).resolve()),
-        "kind": "spec",
-        "lint": True,
-        "plan": {"quick": quick, "device": device, "seed": secrets.randbelow(2**31) if seed is None else seed,
-                 "dtypes": dtypes, "layouts": layouts, "shapes": shapes},
-        "reference_from": str(Path(reference_from).resolve()) if reference_from else None,
-        "guard": (device == "cuda") if guard is None else guard,
+    job = Job(
+        target=str(Path(path).resolve()), kind="spec", lint=True,
+        plan=Plan(quick=quick, device=device, seed=fresh_seed() if seed is None else seed,
+                  dtypes=dtypes, layouts=layouts, shapes=shapes),
+        reference_from=str(Path(reference_from).resolve()) if reference_from else None,
+        guard=(device == "cuda") if guard is None else guard,
         # On a GPU too, each case runs its own autotune config (a config that does not fit is skipped).
-        "pin_autotune": device == "cuda",
-    }
+        pin_autotune=device == "cuda",
+    )
     mode = "interpret" if device == "cpu" else "gpu"
     return run_job(job, mode=mode, timeout=timeout, on_event=on_event)

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..runtime import processes
+from ..runtime.files import OutputError
 from . import signals
 
 
@@ -26,6 +27,9 @@ class TdebugGroup(click.Group):
         except click.exceptions.NoArgsIsHelpError as e:  # `tdebug`, `tdebug bugs`: the help, then one line
             click.echo(e.ctx.get_help())
             click.echo(f"tdebug: error: no command given ({e.ctx.command_path} --help lists them)", err=True)
+            sys.exit(2)
+        except OutputError as e:  # an output path found unsafe only when written (it changed meanwhile)
+            click.echo(f"tdebug: error: {e}", err=True)
             sys.exit(2)
         except click.ClickException as e:
             click.echo(f"tdebug: error: {e.format_message()}", err=True)

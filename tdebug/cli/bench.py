@@ -12,12 +12,13 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import DTYPES, TargetError, has_spec, load_target
-from ..runtime.files import write_atomic
-from .common import SEED, output_file
+from ..runtime.device import gpu_visible
+from ..runtime.files import write_output
+from .common import SEED, fresh_seed, output_file
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 KERNELS = ROOT / "kernels"
-NO_GPU = ("tdebug bench needs a CUDA GPU and none is visible here (torch.cuda.is_available() is False); "
+NO_GPU = ("tdebug bench needs a CUDA GPU and none is visible here (the CUDA driver reports no device); "
           "correctness without one: tdebug check")
 
 
@@ -39,11 +40,7 @@ def all_targets() -> list[Path]:
 
 
 def gpu_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
+    return gpu_visible()
 
 
 def bench_shapes(target, shapes: tuple) -> list[tuple[int, ...]]:
@@ -79,7 +76,7 @@ def bench_shapes(target, shapes: tuple) -> list[tuple[int, ...]]:
 @click.option("--dtype", type=click.Choice(DTYPES), default="fp16", show_default=True)
 @click.option("--json", "json_file", type=click.Path(dir_okay=False), default=None,
               help="Write the full results (every statistic, the device, versions, date) here.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Input seed.")
+@click.option("--seed", type=SEED, default=None, help="Input seed (default: a fresh one, printed).")
 @click.option("--warmup-ms", type=float, default=100.0, show_default=True, help="Warm-up time per measurement.")
 @click.option("--rep-ms", type=float, default=400.0, show_default=True,
               help="Time spent repeating each measurement (at least 25 repetitions).")
@@ -132,6 +129,8 @@ def command(targets, all_, shapes, dtype, json_file, seed, warmup_ms, rep_ms) ->
         plan.append((target, shape_list))
     if not plan:
         raise click.UsageError("no kernel with bench_shapes to run")
+    seed = fresh_seed() if seed is None else seed
+    _log(f"tdebug bench: seed {seed}")
     failed = run(plan, dtype, seed, warmup_ms, rep_ms, json_file, skipped)
     sys.exit(1 if failed or skipped else 0)
 
@@ -185,7 +184,6 @@ def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file:
     report["targets"] = [v.__dict__ for v in verdicts(rows, peaks.copy_gbps)]
     click.echo(render_text(report, rows))
     if json_file:
-        Path(json_file).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(json_file, json.dumps(report, indent=1) + "\n")
+        write_output(json_file, json.dumps(report, indent=1) + "\n", "--json")
         _log(f"results written to {json_file}")
     return any(r.error or (r.check is not None and not r.check.ok) for r in rows)

@@ -13,7 +13,7 @@ import click
 
 from ..catalogue.files import kernel_files, repo_root
 from ..exercises.workspace import BugEntry, ExerciseError, Workspace, find_bug, load_bugs, solution_diff
-from .common import SEED, TIMEOUT, NothingChecked, output_file
+from .common import SEED, TIMEOUT, NothingChecked, fresh_seed, output_file
 
 
 def _rel(path: Path) -> str:
@@ -289,11 +289,11 @@ def reset(ctx: click.Context, bug_id: str) -> None:
 @click.option("--expected-only", is_flag=True, help="Run each bug only under the detectors its BUG.caught_by names.")
 @click.option("--full", is_flag=True, help="The full case matrix, not the quick one.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Cells at once (default: CPU count).")
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=None, help="Input seed (default: a fresh one, printed).")
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("--markdown", "markdown", type=click.Path(dir_okay=False), default=None,
-              help="Write the table here (default for a full run: docs/detection-matrix.md).")
-@click.option("--no-markdown", is_flag=True, help="Write no Markdown file.")
+              help="Also write the table as Markdown to this file (none by default).")
+@click.option("--no-markdown", is_flag=True, help="Write no Markdown file (the default; kept for old scripts).")
 def matrix(only, with_kernels, detectors, expected_only, full, jobs, seed, timeout, markdown, no_markdown) -> None:
     """Every bug and every fixed kernel against every detector available here: caught / missed / n/a, and
     the seconds each took. Exit 1 when a cell contradicts the bugs' expected detectors or a fixed
@@ -306,11 +306,10 @@ def matrix(only, with_kernels, detectors, expected_only, full, jobs, seed, timeo
     all_bugs = _bugs()
     bugs = [_bug(i) for i in only] if only else all_bugs
     include_kernels = with_kernels if with_kernels is not None else not only
-    subset = bool(only or detectors or expected_only or with_kernels is False)
-    target = Path(markdown) if markdown else (None if subset else repo_root() / "docs" / "detection-matrix.md")
-    if no_markdown:
-        target = None
+    # Only where the user says: never into the installed tool's own docs/ by default.
+    target = Path(markdown) if markdown and not no_markdown else None
     output_file(str(target) if target else None, "--markdown", [b.path for b in all_bugs] + kernel_files())
+    seed = fresh_seed() if seed is None else seed
     done = {"n": 0}
 
     def on_cell(row, cell) -> None:

@@ -13,8 +13,10 @@ import click
 from ..catalogue.files import kernel_files
 from ..check.runner import check_file
 from ..report import Finding, render
-from ..runtime.files import same_file, write_atomic
+from ..runtime import device as device_mod
+from ..runtime.files import same_file, write_output
 from ..runtime.results import JobResult, render_case
+from ..runtime.verdict import Verdict
 from .common import (
     SEED,
     TIMEOUT,
@@ -23,21 +25,9 @@ from .common import (
     TargetKind,
     classify_target,
     could_not_run,
-    exit_code,
     fresh_seed,
     output_file,
 )
-
-
-def resolve_device(device: str) -> str:
-    if device == "cpu":
-        return "cpu"
-    import torch
-
-    has_gpu = torch.cuda.is_available()
-    if device == "cuda" and not has_gpu:
-        raise CouldNotRun("--device cuda: no CUDA GPU is visible")
-    return "cuda" if has_gpu else "cpu"
 
 
 def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
@@ -53,7 +43,7 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
 @click.command("check")
 @click.argument("targets", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--all", "all_", is_flag=True, help="Every kernel in kernels/.")
-@click.option("--device", type=click.Choice(["cpu", "cuda", "auto"]), default="cpu", show_default=True,
+@click.option("--device", type=click.Choice(device_mod.ASKED), default=device_mod.DEFAULT, show_default=True,
               help="cpu: the interpreter; cuda: the GPU (guard bands on); auto: cuda when present.")
 @click.option("--quick", is_flag=True, help="Fewer shapes (the spec's quick_shapes).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
@@ -76,7 +66,10 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
     if not files:
         raise click.UsageError("nothing to check: give catalogue files or --all")
     json_file = output_file(json_path, "--json", files)
-    device = resolve_device(device)
+    try:
+        device = device_mod.resolve(device).value
+    except device_mod.NoGpu as e:
+        raise CouldNotRun(str(e)) from None
     seed = fresh_seed() if seed is None else seed
     click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
                + (" (quick)" if quick else ""))
@@ -110,6 +103,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         results.append((path, result))
     elapsed = time.perf_counter() - started
     lint_count = sum(len(r.lint) for _, r in results)
+    verdict = sum((Verdict.of(r.cases, fatal=r.fatal, lint=len(r.lint)) for _, r in results), Verdict())
     click.echo(f"\nsummary: {totals['pass']} passed, {totals['fail']} failed, {lint_count} lint warning(s) "
                f"in {elapsed:.1f} s (seed {seed})")
     for path, result in results:
@@ -118,16 +112,13 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
                    f"{len(result.cases) - bad + bool(result.fatal)}/{len(result.cases) or 1} cases")
     if json_file:
         payload = {"tool": "tdebug check", "seed": seed, "device": device, "elapsed": elapsed,
-                   "files": [_result_json(p, r, seed, device) for p, r in results]}
-        json_file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(json_file, json.dumps(payload, indent=1, default=str))
+                   "verdict": verdict.to_json(), "files": [_result_json(p, r, seed, device) for p, r in results]}
+        write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", files)
         click.echo(f"wrote {json_path}")
-    failed = totals["fail"] > 0 or lint_count > 0
-    incomplete = could_not_run((c for _, r in results for c in r.cases), instead="tdebug check FILE --device cuda")
+    could_not_run((c for _, r in results for c in r.cases), instead="tdebug check FILE --device cuda")
     for path, result in results:  # a file that could not even be planned (it raised at import): one line each
         if result.fatal:
             click.echo(f"tdebug: error: {path}: {result.fatal}", err=True)
-            incomplete = True
-    if not failed and not incomplete and totals["pass"] == 0:
+    if verdict.nothing_checked:
         raise NothingChecked("no case ran (every file planned 0 cases): nothing was checked")
-    raise SystemExit(exit_code(failed, incomplete))
+    raise SystemExit(verdict.exit_code)

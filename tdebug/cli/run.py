@@ -7,10 +7,12 @@ from pathlib import Path
 import click
 
 from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
+from ..runtime.device import gpu_visible
 from ..runtime.harness import run_job
+from ..runtime.job import Job, Plan
 from ..runtime.results import render_case
+from ..runtime.verdict import COULD_NOT_RUN, Status, Verdict
 from .common import (
-    COULD_NOT_RUN,
     TIMEOUT,
     CouldNotRun,
     NothingChecked,
@@ -20,12 +22,6 @@ from .common import (
     could_not_run,
     fresh_seed,
 )
-
-
-def gpu_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def autotune_lines(cases) -> list[str]:
@@ -67,7 +63,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     against its float64 reference. tl.device_assert is live in both modes.
     """
     kind = classify_target(target)
-    if mode == "debug" and not gpu_available():
+    if mode == "debug" and not gpu_visible():
         raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
     try:
         wanted_pid = parse_pid(pid)
@@ -82,15 +78,13 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         raise click.UsageError("--break works under --mode interpret (the GPU runs compiled code)")
     device = "cuda" if mode == "debug" else "cpu"
     seed = fresh_seed() if seed is None else seed
-    job: dict = {"target": str(Path(target).resolve()), "kind": kind, "argv": list(script_args),
-                 "breaks": break_lines, "pid": list(wanted_pid) if wanted_pid else None}
+    plan = None
     if kind == TargetKind.SPEC:
-        job["plan"] = {"device": device, "seed": seed, "dtypes": [dtype], "layouts": [layout],
-                       "shapes": [shape] if shape else None, "configs": [config] if config is not None else None,
-                       "variants": [variant] if variant else None}
-        job["single"] = True
-    elif config is not None:
-        job["config"] = config
+        plan = Plan(device=device, seed=seed, dtypes=(dtype,), layouts=(layout,), shapes=(shape,) if shape else None,
+                    configs=(config,) if config is not None else None, variants=(variant,) if variant else None)
+    job = Job(target=str(Path(target).resolve()), kind=kind, argv=tuple(script_args), plan=plan,
+              single=kind == TargetKind.SPEC, config=config if kind == TargetKind.SCRIPT else None,
+              breaks=tuple(break_lines) if break_lines is not None else None, pid=wanted_pid or None)
     interactive = break_lines is not None
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
         from ..sanitize.gpu_debug import run_debug
@@ -102,31 +96,23 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         raise (click.UsageError if result.fatal_usage else CouldNotRun)(result.fatal)
     if kind == TargetKind.SPEC:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
-    failed = quit_debugger = False
     for case in result.cases:
-        if case.status == "quit":
-            quit_debugger = True
+        if case.status == Status.QUIT:
             click.echo(f"quit the debugger: {case.label} stopped there, as asked")
             continue
         if (kind == TargetKind.SCRIPT and case.ok) or case.status in COULD_NOT_RUN:
             continue
         for line in render_case(case):
             click.echo(line)
-        failed |= not case.ok
     if kind == TargetKind.SCRIPT and mode == "interpret":
         for line in autotune_lines(result.cases):
             click.echo(line, err=True)
-    if could_not_run(result.cases, instead=f"tdebug run {target} --mode debug"):
-        raise SystemExit(3)
-    if failed:
-        if kind == TargetKind.SCRIPT:  # the script's own exit code is reported, never passed through
-            code = result.cases[0].exit_code
-            click.echo(f"{target} failed" + (f" (exit code {code})" if code else ""))
-        raise SystemExit(1)
-    if quit_debugger:
-        raise SystemExit(0)
-    if not result.cases:
-        raise NothingChecked(f"{target}: no case ran: nothing was checked")
-    if result.cases[0].launched_nothing:
-        raise NothingChecked(f"{target} launched no Triton kernel: nothing was checked")
-    raise SystemExit(0)
+    verdict = Verdict.of(result.cases)
+    could_not_run(result.cases, instead=f"tdebug run {target} --mode debug")  # said on stderr, one line each
+    if verdict.found and not verdict.incomplete and kind == TargetKind.SCRIPT:
+        code = result.cases[0].exit_code  # the script's own exit code is reported, never passed through
+        click.echo(f"{target} failed" + (f" (exit code {code})" if code else ""))
+    if verdict.nothing_checked:
+        raise NothingChecked(f"{target}: no case ran: nothing was checked" if not result.cases
+                             else f"{target} launched no Triton kernel: nothing was checked")
+    raise SystemExit(verdict.exit_code)

@@ -15,9 +15,13 @@ from ..catalogue.files import bug_files, kernel_files
 from ..catalogue.shapes import SHAPE
 from ..interpreter.versions import triton_viz_problem
 from ..report import render
-from ..runtime.files import write_atomic
+from ..runtime import device as device_mod
+from ..runtime.device import NO_GPU
+from ..runtime.files import write_output
 from ..runtime.harness import run_job
+from ..runtime.job import JobLimits
 from ..runtime.results import JobResult
+from ..runtime.verdict import Verdict
 from ..sanitize import sanitize_job
 from ..sanitize.checks import CHOICES
 from ..sanitize.sweep import sanitize_script
@@ -30,7 +34,6 @@ from .common import (
     TargetKind,
     classify_target,
     could_not_run,
-    exit_code,
     fresh_seed,
     output_file,
 )
@@ -39,26 +42,12 @@ GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
 ENGINES = ("auto", "tdebug", "compute-sanitizer", "symbolic")
 
 
-def _cuda_visible() -> bool:
-    """A CUDA device is visible to this process (CUDA_VISIBLE_DEVICES honoured), asked of the driver directly:
-    importing torch here would cost the parent seconds that its workers pay again."""
-    import ctypes
-
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    count = ctypes.c_int(0)
-    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
-
-
 def _compute_sanitizer_found() -> bool:
     from ..sanitize.compute_sanitizer import find_compute_sanitizer
 
     return find_compute_sanitizer() is not None
 
 
-NO_GPU = "no CUDA GPU is visible"
 NO_CS = "compute-sanitizer was not found (install the CUDA toolkit or put it on PATH)"
 
 
@@ -72,7 +61,7 @@ def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
             raise click.UsageError("--engine compute-sanitizer needs a GPU (--device auto or cuda)")
         return False, False, ""
     asked = "--device cuda" if device == "cuda" else f"--engine {engine}"
-    gpu = _cuda_visible()
+    gpu = device_mod.gpu_visible()
     if not gpu:
         if device == "cuda" or engine == "compute-sanitizer":
             raise CouldNotRun(f"{asked}: {NO_GPU}")
@@ -84,16 +73,6 @@ def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
             raise CouldNotRun(f"{asked}: {NO_CS}")
         return False, True, f"tdebug sanitize: {NO_CS}; tdebug's interpreter pass only"
     return True, engine == "auto", ""
-
-
-def _findings_summary(result: JobResult) -> Counter:
-    counts: Counter = Counter()
-    for case in result.cases:
-        if case.status in COULD_NOT_RUN:  # said on stderr: not a finding about the kernel
-            continue
-        for f in case.findings:
-            counts[f.check] += 1
-    return counts
 
 
 def _render_result(result: JobResult, target: str, max_findings: int, engines: bool = False) -> None:
@@ -122,7 +101,7 @@ def _render_result(result: JobResult, target: str, max_findings: int, engines: b
 @click.command("sanitize", context_settings={"ignore_unknown_options": True})
 @click.argument("target", required=False, type=click.Path(dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+@click.option("--device", type=click.Choice(device_mod.ASKED), default=device_mod.DEFAULT, show_default=True,
               help="auto: the GPU engines when a GPU is present, else the interpreter sanitizer on the CPU.")
 @click.option("--tool", "tools", type=click.Choice(GPU_TOOLS + ("all",)), multiple=True,
               help="GPU tools (default memcheck and initcheck; all adds racecheck and synccheck).")
@@ -204,7 +183,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
     report = []
     rows = []
-    any_found = incomplete = False
+    total = Verdict()
     nothing_checked: list[str] = []  # targets that ran no case, or a script that launched no Triton kernel
     for path, kind in targets:
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
@@ -220,23 +199,21 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
                                          keep_log=keep_log, timeout=timeout, limits=limits)
             result, notes, coverage = combined.result, combined.notes, combined.coverage
             engines = {r.engine: round(r.seconds, 2) for r in combined.runs}
-        elif kind == TargetKind.SCRIPT and job_engine == "tdebug":
-            if limits.max_programs or limits.max_bytes:
-                job["limits"] = {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}
-            result = sanitize_script(job, timeout, progress=lambda line: click.echo(line, err=True))
         else:
             if limits.max_programs or limits.max_bytes:
-                job["limits"] = {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes}
-            result = run_job(job, mode="interpret", timeout=timeout)
+                job = job.but(limits=JobLimits(limits.max_programs, limits.max_bytes))
+            if kind == TargetKind.SCRIPT and job_engine == "tdebug":
+                result = sanitize_script(job, timeout, progress=lambda line: click.echo(line, err=True))
+            else:
+                result = run_job(job, mode="interpret", timeout=timeout)
         elapsed = time.perf_counter() - started
         if result.fatal:
             raise (click.UsageError if result.fatal_usage else CouldNotRun)(f"{path}: {result.fatal}")
-        incomplete |= could_not_run(result.cases, instead=f"tdebug sanitize {path} --device cuda")
-        counts = _findings_summary(result)
-        found = bool(counts) or any(c.status != "pass" and c.status not in COULD_NOT_RUN for c in result.cases)
-        unchecked = any(c.status in COULD_NOT_RUN for c in result.cases) or (bool(notes) and not found)
-        any_found |= found
-        incomplete |= unchecked
+        could_not_run(result.cases, instead=f"tdebug sanitize {path} --device cuda")  # said on stderr
+        verdict = Verdict.of(result.cases, unchecked_notes=notes)
+        total += verdict
+        counts = Counter(verdict.findings)
+        found, unchecked = verdict.found, verdict.incomplete
         if not found and not unchecked and (not result.cases or any(c.launched_nothing for c in result.cases)):
             nothing_checked.append(path)
         rows.append((path, counts, elapsed, len(result.cases), found, unchecked))
@@ -262,21 +239,18 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             click.echo(f"{Path(path).parent.name + '/' + Path(path).name:48s} {n:5d}  {text:30s} {elapsed:6.1f}s")
     else:
         path, counts, elapsed, n, found, unchecked = rows[0]
-        verdict = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or (
-            "no findings, NOT fully checked" if unchecked else "failed" if found else "nothing checked"
-            if path in nothing_checked else "clean")
-        click.echo(f"tdebug sanitize {path}: {verdict} ({n} case(s), {elapsed:.1f} s, {ran}, seed {seed})")
+        click.echo(f"tdebug sanitize {path}: {verdict.summary()} ({n} case(s), {elapsed:.1f} s, {ran}, seed {seed})")
     if json_file:
-        json_file.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": ran, "targets": report}
-        write_atomic(json_file, json.dumps(payload, indent=1, default=str))
-    if not any_found and not incomplete and nothing_checked:
+        payload = {"tool": "tdebug sanitize", "seed": seed, "gpu": use_gpu, "engine": ran,
+                   "verdict": total.to_json(), "targets": report}
+        write_output(json_file, json.dumps(payload, indent=1, default=str), "--json", inputs)
+    if not total.found and not total.incomplete and nothing_checked:
         raise NothingChecked(f"{nothing_checked[0]}" + (f" and {len(nothing_checked) - 1} more"
                                                          if len(nothing_checked) > 1 else "")
                              + " launched no Triton kernel: nothing was sanitized")
-    if not any_found and any(r["notes"] for r in report):  # a size cap stopped the interpreter pass
+    if not total.found and any(r["notes"] for r in report):  # a size cap stopped the interpreter pass
         click.echo("tdebug sanitize: nothing found, but not everything was checked (NOT CHECKED above)", err=True)
-    raise SystemExit(exit_code(any_found, incomplete))
+    raise SystemExit(total.exit_code)
 
 
 def _limits(max_programs: int | None, max_mib: int | None, on_gpu: bool):

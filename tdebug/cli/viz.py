@@ -14,8 +14,9 @@ from ..catalogue.spec import LAYOUTS
 from ..interpreter.breakpoints import BreakpointError, parse_pid
 from ..interpreter.versions import triton_viz_problem
 from ..runtime.files import writable_folder
+from ..runtime.job import VizJob
 from ..viz import outdir
-from .common import SEED, TIMEOUT, TargetKind, classify_target
+from .common import SEED, TIMEOUT, TargetKind, classify_target, fresh_seed
 
 if TYPE_CHECKING:
     from ..viz.runner import TraceResult
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 @click.option("--dtype", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True)
 @click.option("--layout", type=click.Choice(LAYOUTS), default="contiguous", show_default=True,
               help="Memory layout of the inputs.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Input seed.")
+@click.option("--seed", type=SEED, default=None, help="Input seed (default: a fresh one, printed).")
 @click.option("--config", type=click.IntRange(min=0), default=None,
               help="Autotuned kernels: this config (default: the one with the smallest tiles).")
 @click.option("--variant", default=None, help="A kernel's code path (see the file's SPEC.variants).")
@@ -76,9 +77,11 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
                                    f"(with a SPEC); {target} is a script: pass its own arguments after --")
     elif script_args:
         raise click.UsageError(f"{target} is a catalogue file: it takes no script arguments")
-    job = {"kind": kind, "target": str(Path(target).resolve()), "argv": list(script_args),
-           "shape": list(shape) if shape else None, "dtype": dtype, "layout": layout, "seed": seed,
-           "config": config, "variant": variant, "pid": list(wanted) + [0] * (3 - len(wanted)) if wanted else None}
+    if kind == TargetKind.SPEC:  # a script makes its own inputs
+        seed = fresh_seed() if seed is None else seed
+    job = VizJob(kind=kind, target=str(Path(target).resolve()), argv=tuple(script_args), shape=shape or None,
+                 dtype=dtype, layout=layout, seed=seed or 0, config=config, variant=variant,
+                 pid=tuple(wanted) + (0,) * (3 - len(wanted)) if wanted else None)
     folder = _out_folder(Path(out_dir))
     if serve:
         _serve(job, target, port, timeout, folder)
@@ -136,7 +139,7 @@ def _report(result: TraceResult, target: str, out_dir: Path) -> int:
 def _summary(result: TraceResult, target: str) -> list[str]:
     info = result.info
     what = info.get("kernel") or Path(target).name
-    case = f" {info['case']}" if info.get("case") else ""
+    case = f" {info['case']}, seed {info['seed']}" if info.get("case") else ""  # the seed: to repeat the run
     lines = [f"tdebug viz: {what}{case} ({target})"]
     for launch in result.launches:
         extra = f", {launch.config}" if launch.config else ""
@@ -170,11 +173,15 @@ def _render(result: TraceResult, target: str, out_dir: Path) -> list[Path]:
         outdir.prepare(out_dir, names)
     except (outdir.OutDirError, OSError) as e:
         raise click.UsageError(f"--out {out_dir}: {e}") from None
-    errors = [(m, draw_error(m, out_dir / name)) for m, name in zip(result.errors, error_names)]
-    paths = [png for _, png in errors] + [d.path for d in draw_all(result.launches, out_dir)]
-    info = result.info
-    title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
-    paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target), errors=errors))
+    try:
+        errors = [(m, draw_error(m, out_dir / name)) for m, name in zip(result.errors, error_names)]
+        paths = [png for _, png in errors] + [d.path for d in draw_all(result.launches, out_dir)]
+        info = result.info
+        title = f"tdebug viz: {info.get('kernel') or Path(target).name} {info.get('case', '')}".strip()
+        paths.append(write_page(result.launches, out_dir / "viz.html", title, subtitle=str(target), errors=errors))
+    except BaseException:  # Ctrl-C, SIGTERM: no temporary file of a worker left in the user's --out
+        outdir.remove_temporaries(out_dir, names)
+        raise
     outdir.record(out_dir, paths)
     return paths
 
@@ -203,7 +210,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _serve(job: dict, target: str, port: int, timeout: float, out_dir: Path) -> None:
+def _serve(job: VizJob, target: str, port: int, timeout: float, out_dir: Path) -> None:
     from ..viz.runner import Server
 
     if not _port_free(port):

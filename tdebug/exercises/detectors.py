@@ -9,12 +9,12 @@ story's inputs, which a correct kernel refuses (a device_assert, an exception) r
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.harness import run_job
+from ..runtime.job import Job, Plan, fresh_seed
 from ..runtime.results import JobResult
 from .workspace import SANITIZE_KINDS, BugEntry
 
@@ -33,7 +33,7 @@ class Options:
 
     def the_seed(self) -> int:
         if self.seed is None:
-            self.seed = secrets.randbelow(2**31)
+            self.seed = fresh_seed()
         return self.seed
 
 
@@ -53,15 +53,14 @@ class Run:
 # -- jobs -----------------------------------------------------------------------------------------------
 
 def check_job(path: Path, *, seed: int, quick: bool = False, shapes=None, dtypes=None, layouts=None,
-              configs=None, reference_from: Path | None = None, device: str = "cpu") -> dict:
-    """The worker job of tdebug check (tdebug.checking.check_file), with a config list."""
-    return {
-        "target": str(Path(path).resolve()), "kind": "spec", "lint": True,
-        "plan": {"quick": quick, "device": device, "seed": seed, "dtypes": dtypes, "layouts": layouts,
-                 "shapes": [list(s) for s in shapes] if shapes else None, "configs": configs},
-        "reference_from": str(Path(reference_from).resolve()) if reference_from else None,
-        "guard": device == "cuda",
-    }
+              configs=None, reference_from: Path | None = None, device: str = "cpu") -> Job:
+    """The worker job of tdebug check (check.runner.check_file), with a config list."""
+    return Job(
+        target=str(Path(path).resolve()), kind="spec", lint=True,
+        plan=Plan(quick=quick, device=device, seed=seed, dtypes=dtypes, layouts=layouts, shapes=shapes or None,
+                  configs=configs),
+        reference_from=str(Path(reference_from).resolve()) if reference_from else None,
+        guard=device == "cuda", pin_autotune=device == "cuda")
 
 
 def bug_case_kwargs(bug: BugEntry) -> dict:
@@ -69,10 +68,9 @@ def bug_case_kwargs(bug: BugEntry) -> dict:
             "configs": [bug.config] if bug.config is not None else None}
 
 
-def run_captured(job: dict, opts: Options) -> JobResult:
+def run_captured(job: Job, opts: Options) -> JobResult:
     """Run a worker job, keeping the children's output (crashing kernels print heap-corruption noise)."""
-    device = (job.get("plan") or {}).get("device", "cpu")
-    return run_job(job, mode="gpu" if device == "cuda" else "interpret", timeout=opts.timeout, capture=True)
+    return run_job(job, mode="gpu" if job.device == "cuda" else "interpret", timeout=opts.timeout, capture=True)
 
 
 def failed(result: JobResult) -> bool:
@@ -147,7 +145,7 @@ def lint_of(check: Run) -> Run:
     return Run("lint", CAUGHT if lint else MISSED, 0.0, ("lint",) if lint else (), note, [], lint)
 
 
-def story_job(target: Path, bug: BugEntry, opts: Options, engine: str) -> dict:
+def story_job(target: Path, bug: BugEntry, opts: Options, engine: str) -> Job:
     """Launch target on the bug's story inputs, under a sanitizer engine."""
     from ..sanitize import sanitize_job
 

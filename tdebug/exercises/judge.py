@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..report import render
+from ..runtime.job import Job
 from ..runtime.results import JobResult
 from .detectors import (
     CAUGHT,
@@ -149,9 +150,9 @@ def _user_check_shapes(bug: BugEntry) -> list[tuple[int, ...]]:
 def _user_check_step(copy: Path, bug: BugEntry, opts: Options) -> Step:
     started = time.perf_counter()
     shapes = ",".join("x".join(map(str, s)) for s in _user_check_shapes(bug))
-    job = {"target": str(PROBE), "kind": "script", "breaks": None, "pid": None,
-           "argv": ["user_check", str(copy.resolve()), str(bug.fixes), shapes, bug.dtype, bug.layout,
-                    str(opts.the_seed())]}
+    job = Job(target=str(PROBE), kind="script",
+              argv=("user_check", str(copy.resolve()), str(bug.fixes), shapes, bug.dtype, bug.layout,
+                    str(opts.the_seed())))
     result = run_captured(job, opts)
     seconds = time.perf_counter() - started
     outputs = probe_outputs(result)
@@ -172,9 +173,9 @@ def check_exercise(bug: BugEntry, copy: Path, *, quick: bool = False, seed: int 
     opts = Options(quick=quick, seed=seed, timeout=timeout, stop_early=False)
     seed = opts.the_seed()
     if gpu is None:
-        from .matrix import _has_gpu
+        from ..runtime.device import gpu_visible
 
-        gpu = _has_gpu()
+        gpu = gpu_visible()
     plan: list[tuple[str, Callable[[], Step]]] = []
     state: dict[str, JobResult] = {}
 

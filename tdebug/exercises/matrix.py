@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalogue.files import kernel_files, repo_root
-from ..runtime.files import write_atomic
+from ..runtime.device import gpu_visible
+from ..runtime.files import write_output
 from .detectors import CAUGHT, ERROR, MISSED, Options, Run, lint_of, run_check, run_sanitizer, story_job
 from .workspace import BugEntry, load_bugs
 
@@ -69,19 +70,10 @@ class Matrix:
 
 # -- what this machine offers -----------------------------------------------------------------------------
 
-def _has_gpu() -> bool:
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001 - no usable torch means no GPU
-        return False
-
-
 def unavailable_detectors() -> dict[str, str]:
     """detector -> the reason it cannot run on this machine (absent: it can)."""
     out: dict[str, str] = {}
-    gpu = _has_gpu()
+    gpu = gpu_visible()
     for d in GPU_ONLY_DETECTORS:
         if not gpu:
             out[d] = "needs a CUDA GPU"
@@ -213,9 +205,6 @@ def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
     if detector == "gpu:debug":
         from ..sanitize.gpu_debug import run_debug
 
-        job.pop("sanitize", None)
-        if job.get("plan"):
-            job["plan"] = {**job["plan"], "device": "cuda"}
         result = run_debug(job, timeout=opts.timeout, tee=False)
         kinds = tuple(sorted({c.status for c in result.cases if c.status in ("assert", "overflow")}))
         return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds)
@@ -316,7 +305,7 @@ def run_matrix(bugs: Sequence[BugEntry] | None = None, kernels: Sequence[Path] |
     for row in rows:
         row.cells = {d: row.cells[d] for d in detectors if d in row.cells}
     return Matrix(rows=rows, detectors=detectors, unavailable=missing, seed=seed, quick=quick,
-                  seconds=time.perf_counter() - started, device="cuda" if _has_gpu() else "cpu")
+                  seconds=time.perf_counter() - started, device="cuda" if gpu_visible() else "cpu")
 
 
 # -- rendering -----------------------------------------------------------------------------------------
@@ -436,7 +425,6 @@ def to_text(matrix: Matrix) -> str:
 
 
 def write_markdown(matrix: Matrix, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, to_markdown(matrix))
+    write_output(path, to_markdown(matrix), "--markdown")
     return path
 

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..runtime.events import Event, EventKind
 from ..runtime.harness import EventPipe
 from ..runtime.processes import exit_now
 from ..runtime.worker import Channel
@@ -24,7 +25,7 @@ from ..runtime.worker import Channel
 class ChildRun:
     """How one forked child ended: its events in order, its result (None if it died first)."""
 
-    events: list[dict] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     result: dict | None = None
     exit_code: int = 0  # negative: killed by that signal
     hung: bool = False
@@ -36,7 +37,7 @@ class ChildRun:
 
     def launches(self) -> list[dict]:
         """The launches the child announced (kernel, config) before it ended."""
-        return [e for e in self.events if e["event"] == "launch"]
+        return [dict(e.data) for e in self.events if e.kind is EventKind.LAUNCH]
 
 
 def _kill_group(pid: int) -> None:
@@ -80,8 +81,8 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
             if event is None:
                 finished = True
                 break
-            if event["event"] == "result":
-                run.result = event
+            if event.kind == "result":
+                run.result = dict(event.data)
             else:
                 run.events.append(event)
     finally:

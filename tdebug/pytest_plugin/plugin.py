@@ -5,7 +5,6 @@ environment that has tdebug); torch, Triton and tdebug's layers load only when -
 from __future__ import annotations
 
 import os
-import secrets
 
 import pytest
 
@@ -59,13 +58,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         seed = config.workerinput.get("tdebug_seed", 0)
     else:
-        seed = config.option.tdebug_seed if config.option.tdebug_seed is not None else secrets.randbelow(2**31)
+        from ..runtime.job import fresh_seed
+
+        seed = config.option.tdebug_seed if config.option.tdebug_seed is not None else fresh_seed()
     if config.option.tdebug_catalogue and config.args_source != pytest.Config.ArgsSource.ARGS:
         from ..catalogue.files import repo_root
 
         config.args = [str(repo_root() / "kernels")]
     if not hasattr(config, "workerinput"):
-        from .reporter import Reporter
+        from .reporter import Reporter, check_json_path
+
+        check_json_path(config)
 
         config.pluginmanager.register(Reporter(config, seed), "tdebug-reporter")
     if not _is_xdist_controller(config):

@@ -9,6 +9,24 @@ from pathlib import Path
 
 import pytest
 
+from ..runtime.files import OutputError, check_output, write_output
+
+
+def _inputs(config: pytest.Config) -> list[Path]:
+    """The files pytest was given (test files, catalogue files): never overwritten by --tdebug-json."""
+    return [p for p in (Path(str(a).split("::", 1)[0]) for a in config.args) if p.is_file()]
+
+
+def check_json_path(config: pytest.Config) -> None:
+    """--tdebug-json checked before any test runs, as the CLI checks its outputs (runtime.files.check_output)."""
+    path = config.option.tdebug_json
+    if path is None:
+        return
+    try:
+        check_output(path, "--tdebug-json", _inputs(config))
+    except OutputError as e:
+        raise pytest.UsageError(str(e)) from None
+
 
 class Reporter:
     def __init__(self, config: pytest.Config, seed: int) -> None:
@@ -69,4 +87,8 @@ class Reporter:
             "summary": self.summary(),
             "tests": [self.tests[k] for k in sorted(self.tests)],
         }
-        Path(self.json_path).write_text(json.dumps(payload, indent=1))
+        try:
+            write_output(self.json_path, json.dumps(payload, indent=1), "--tdebug-json", _inputs(self.config))
+        except OutputError as e:  # it changed while the tests ran: said, never written through
+            self.config.get_terminal_writer().line(f"tdebug: error: {e}", red=True)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR

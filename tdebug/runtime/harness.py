@@ -6,7 +6,6 @@ the case in flight as crashed / hung, starts a fresh child and goes on with the 
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -15,11 +14,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..report import Finding
 from . import processes
+from .events import Event, EventKind
+from .job import Job
 from .results import CaseResult, ChildLog, JobResult
 
 MODE_ENV = {
@@ -85,13 +86,13 @@ class EventPipe:
         self.sel = selectors.DefaultSelector()
         self.sel.register(read_fd, selectors.EVENT_READ)
 
-    def next_event(self, deadline: float | None) -> dict | None:
+    def next_event(self, deadline: float | None) -> Event | None:
         """The next event, or None when the child closed the pipe; raises TimeoutError at the deadline."""
         while True:
             while b"\n" in self.pending:
                 line, self.pending = self.pending.split(b"\n", 1)
                 if line.strip():
-                    return json.loads(line)
+                    return Event.parse(line)
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self.sel.select(timeout):
                 raise TimeoutError
@@ -106,20 +107,21 @@ class EventPipe:
 
 
 class _Child:
-    def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
+    def __init__(self, job: Job, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
                  wrapper: list[str] | None, tee: bool = False) -> None:
         fd, self.job_path = tempfile.mkstemp(prefix="tdebug-job-", suffix=".json")
         with os.fdopen(fd, "w") as f:
-            json.dump(job, f)
+            f.write(job.to_json())
         read_fd, write_fd = os.pipe()
         env = child_env(mode, env_extra)
+        env["TDEBUG_EXECUTOR"] = job.executor  # the child's engine reads how to run a launch's programs here
         env["TDEBUG_RESULT_FD"] = str(write_fd)
         if not wrapper:  # the child dies with us (tdebug.child); under a wrapper its parent is the wrapper
             env["TDEBUG_PARENT_PID"] = str(os.getpid())
         cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_path]
         out = subprocess.PIPE if capture else None
         # A script reads our standard input; a catalogue file's cases read nothing.
-        stdin = None if interactive or job.get("kind") == "script" else subprocess.DEVNULL
+        stdin = None if interactive or job.kind == "script" else subprocess.DEVNULL
         try:
             self.proc = processes.start(cmd, interactive=interactive, temp=[self.job_path], env=env,
                                         pass_fds=(write_fd,), stdin=stdin, stdout=out, stderr=out)
@@ -144,7 +146,7 @@ class _Child:
                 thread.start()
                 self._threads.append(thread)
 
-    def next_event(self, deadline: float | None) -> dict | None:
+    def next_event(self, deadline: float | None) -> Event | None:
         return self.events.next_event(deadline)
 
     def kill(self) -> None:
@@ -168,7 +170,7 @@ class _Child:
         return self.proc.returncode
 
 
-def case_from_event(ev: dict) -> CaseResult:
+def case_from_event(ev: Event | Mapping) -> CaseResult:
     return CaseResult(
         index=ev["index"], label=ev.get("label", ""), status=ev.get("status", "error"),
         findings=[Finding.from_dict(f) for f in ev.get("findings", [])],
@@ -190,20 +192,20 @@ def crash_hint(target: str, label: str, mode: str, argv: list[str] | None = None
     return f"the process died on the GPU; next: tdebug sanitize {target}{args} --tool memcheck"
 
 
-def _death(job: dict, code: int, label: str, mode: str, launched: bool) -> tuple[str, str]:
+def _death(job: Job, code: int, label: str, mode: str, launched: bool) -> tuple[str, str]:
     """(status, message) for a child that died with a case in flight: a launch's crash only when one ran."""
-    target = job.get("target", "")
-    if job.get("kind") == "script":
+    target = job.target
+    if job.kind == "script":
         if code >= 0:
             return "fail", (f"the script exited with code {code} before tdebug could read its results "
                             "(os._exit, or a crash in native code)")
         if not launched:
             return "crash", f"the script died ({signal_name(code)}) before it launched any Triton kernel"
     what = signal_name(code) if code < 0 else f"exit code {code}"
-    return "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode, job.get('argv'))}"
+    return "crash", f"the launch crashed the process ({what}); {crash_hint(target, label, mode, list(job.argv))}"
 
 
-def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
+def run_job(job: Job, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
             capture: bool = False, on_event: Callable[[str, dict], None] | None = None,
             env_extra: dict | None = None, wrapper: list[str] | None = None, tee: bool = False) -> JobResult:
     """Run a worker job to completion, restarting the child after a crash or hang.
@@ -217,10 +219,10 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
     capture = capture or tee
     result = JobResult()
     start = 0
-    target = job.get("target", "")
+    target = job.target
     exit_wait = EXIT_WAIT if timeout is None else min(timeout, EXIT_WAIT)
     while True:
-        child = _Child({**job, "start": start}, mode, interactive, capture, env_extra, wrapper, tee)
+        child = _Child(job.but(start=start), mode, interactive, capture, env_extra, wrapper, tee)
         in_flight: int | None = None
         launched = False  # a Triton launch had started in the case in flight
         context_lost: int | None = None
@@ -244,8 +246,8 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                     break
                 if ev is None:
                     break
-                kind = ev["event"]
-                if kind != "launch":  # a launch is part of its case: the case's deadline stands
+                kind = ev.kind
+                if kind != EventKind.LAUNCH:  # a launch is part of its case: the case's deadline stands
                     last_event = time.monotonic()
                 ready = True
                 if kind == "plan":
@@ -266,7 +268,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 elif kind == "fatal":
                     result.fatal, result.fatal_usage = ev["message"], ev.get("usage", False)
                 if on_event is not None:
-                    on_event(kind, ev)
+                    on_event(kind.value, dict(ev.data))
         except BaseException:
             child.kill()  # Ctrl-C, SIGTERM, a broken event: the child's whole group goes too
             raise
@@ -284,7 +286,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
             what = signal_name(code)
             last = result.cases[-1] if result.cases else None
             message = f"the process died after the launch ({what}): memory was corrupted; " + crash_hint(
-                target, last.label if last else "", mode, job.get("argv"))
+                target, last.label if last else "", mode, list(job.argv))
             if last is not None:
                 last.status, last.error = "crash", message
                 last.findings.append(Finding(check="crash", message=message))
@@ -307,14 +309,14 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
                 return result
             in_flight = result.cases[-1].index + 1 if result.cases else start
         label = result.labels[in_flight] if in_flight < len(result.labels) else target
-        if hung and job.get("kind") == "script" and not launched:
+        if hung and job.kind == "script" and not launched:
             status, message = "hang", (f"no result after {timeout:.0f} s: the script did not finish, and it had "
                                        "launched no Triton kernel (raise --timeout if it is just slow)")
         elif hung:
             status, message = "hang", (
                 f"no result after {timeout:.0f} s: the kernel loops forever (a data-dependent bound), is very "
                 "slow (raise --timeout), or corrupted memory and deadlocked; next: tdebug sanitize "
-                f"{target}" + (" -- " + " ".join(job["argv"]) if job.get("argv") else ""))
+                f"{target}" + (" -- " + " ".join(job.argv) if job.argv else ""))
         else:
             status, message = _death(job, code, label, mode, launched)
         case = CaseResult(index=in_flight, label=label, status=status, error=message,

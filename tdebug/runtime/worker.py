@@ -9,7 +9,6 @@ child for the rest.
 from __future__ import annotations
 
 import bdb
-import json
 import os
 import runpy
 import sys
@@ -25,6 +24,8 @@ from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import Case, load_target
 from ..interpreter.versions import take_faults
 from ..report import Finding
+from .events import Event, EventKind
+from .job import Job
 from .processes import exit_now
 
 
@@ -33,8 +34,10 @@ class Channel:
         self._file = os.fdopen(fd, "w", buffering=1)
 
     def send(self, event: str, **data) -> None:
+        """Send one Event (its kind, its data) to the parent."""
+        line = Event(EventKind(event), data).line()
         try:
-            self._file.write(json.dumps({"event": event, **data}, default=str) + "\n")
+            self._file.write(line)
             self._file.flush()
         except BrokenPipeError:  # the parent is gone (killed, timed out): nobody to report to
             os._exit(1)
@@ -230,21 +233,20 @@ class PlanError(ValueError):
     """The request does not fit the target (a shape of the wrong rank, a config that does not exist)."""
 
 
-def plan_job_cases(job: dict, spec) -> list[Case]:
+def plan_job_cases(job: Job, spec) -> list[Case]:
     """The cases a job asks for: explicit, a single one (tdebug run), or the planned matrix."""
     n_configs = len(autotune_configs(spec.kernel))
-    if job.get("cases") is not None:
-        cases = [Case(**{**c, "shape": tuple(c["shape"])}) for c in job["cases"]]
-    elif job.get("single"):
-        plan = job["plan"]
-        shape = spec.normalize_shape(tuple(plan["shapes"][0])) if plan.get("shapes") else tuple(spec.default_shape)
-        configs = plan.get("configs")
-        variants = plan.get("variants") or list(spec.variants)[:1]
-        case = Case(shape, plan["dtypes"][0], plan["layouts"][0], plan["seed"], plan["device"],
-                    configs[0] if configs else (0 if autotune_configs(spec.kernel) else None), variants[0])
+    plan = job.plan
+    if job.cases is not None:
+        cases = list(job.cases)
+    elif job.single:
+        shape = spec.normalize_shape(tuple(plan.shapes[0])) if plan.shapes else tuple(spec.default_shape)
+        variants = plan.variants or list(spec.variants)[:1]
+        case = Case(shape, plan.dtypes[0], plan.layouts[0], plan.seed, plan.device,
+                    plan.configs[0] if plan.configs else (0 if autotune_configs(spec.kernel) else None), variants[0])
         cases = [case]
     else:
-        cases = plan_cases(spec, **job["plan"])
+        cases = plan_cases(spec, **plan.to_dict())
     for c in cases:
         if c.config is not None and not 0 <= c.config < n_configs:
             raise PlanError(f"--config {c.config}: {spec.name} has {n_configs} autotune configs (0..{n_configs - 1})"
@@ -255,22 +257,22 @@ def plan_job_cases(job: dict, spec) -> list[Case]:
     return cases
 
 
-def run_spec_job(job: dict, channel: Channel, target, sanitizer, lint: Callable[[Any], list[Finding]] | None = None,
+def run_spec_job(job: Job, channel: Channel, target, sanitizer, lint: Callable[[Any], list[Finding]] | None = None,
                  guard_factory: Callable[[], Any] | None = None) -> None:
     """A catalogue file's planned cases, one result event each; lint (check's autotune lint) runs first when given."""
-    spec = judged_spec(target, job.get("reference_from"))
+    spec = judged_spec(target, job.reference_from)
     try:
         cases = plan_job_cases(job, spec)
     except ValueError as e:
         raise PlanError(str(e)) from None
-    if job.get("start", 0) == 0:
+    if job.start == 0:
         lint_findings = [f.to_dict() for f in lint(target)] if lint is not None else []
         channel.send("plan", kernel=spec.name, cases=[c.__dict__ for c in cases],
                      labels=[c.label() for c in cases], lint=lint_findings)
-    for index in range(job.get("start", 0), len(cases)):
+    for index in range(job.start, len(cases)):
         channel.send("start", index=index)
         _case_marker(index)
-        result = run_case(spec, cases[index], sanitizer, guard_factory, target=job["target"])
+        result = run_case(spec, cases[index], sanitizer, guard_factory, target=job.target)
         channel.send("result", index=index, **result)
         if result.get("context_lost"):
             _leave()
@@ -323,18 +325,18 @@ def autotuned_launches(records) -> list[dict]:
     return list(seen.values())
 
 
-def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
-    """Run a script as __main__ (its arguments in job["argv"]); its exit code, exception and launches reported."""
+def run_script_job(job: Job, channel: Channel, sanitizer) -> None:
+    """Run a script as __main__ (its arguments in job.argv); its exit code, exception and launches reported."""
     from ..interpreter.patches import STATE
 
-    target = job["target"]
+    target = job.target
     channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name], lint=[])
     channel.send("start", index=0)
-    sys.argv = [target] + list(job.get("argv", []))
+    sys.argv = [target] + list(job.argv)
     sys.path.insert(0, str(Path(target).parent))
     started = time.perf_counter()
     result: dict = {"label": Path(target).name, "findings": [], "comparisons": []}
-    STATE.config_index, STATE.config_rank = job.get("config"), job.get("config_rank", 0)
+    STATE.config_index, STATE.config_rank = job.config, job.config_rank
     # Launches are seen where tdebug's interpreter patches run them (not under triton-viz's own launch path).
     result["launches_known"] = STATE.installed and getattr(sanitizer, "computes_outputs", True)
     STATE.launches = _LaunchEvents(channel)

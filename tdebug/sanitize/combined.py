@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ..interpreter.limits import Limits
 from ..report import Finding
 from ..runtime.harness import run_job
+from ..runtime.job import Job, JobLimits
 from ..runtime.results import CaseResult, JobResult
 from . import compute_sanitizer as cs_mod
 from .sweep import sanitize_script
@@ -54,25 +55,24 @@ class Combined:
     seconds: float = 0.0
 
 
-def interpreter_job(job: dict, limits: Limits, divergence: bool = True) -> dict:
+def interpreter_job(job: Job, limits: Limits, divergence: bool = True) -> Job:
     """The interpreter pass's job: the sanitize job as the CPU path runs it, with the size caps, and (on the
     GPU) each launch on CUDA tensors also run compiled from the same snapshot: the divergence check."""
-    return {**job, "limits": {"max_programs": limits.max_programs, "max_bytes": limits.max_bytes},
-            "divergence": divergence}
+    return job.but(limits=JobLimits(limits.max_programs, limits.max_bytes), divergence=divergence)
 
 
-def run_interpreter(job: dict, limits: Limits, timeout: float) -> EngineRun:
+def run_interpreter(job: Job, limits: Limits, timeout: float) -> EngineRun:
     """The interpreter pass; a script once per autotune config surviving its kernels' pruning, as on the CPU."""
     started = time.perf_counter()
     task = interpreter_job(job, limits)
-    if job.get("kind") == "script" and job.get("engine", "tdebug") == "tdebug":
+    if job.kind == "script" and job.engine == "tdebug":
         result = sanitize_script(task, timeout, capture=True)
     else:
         result = run_job(task, mode="interpret", timeout=timeout, capture=True)
     return EngineRun(TDEBUG, result, time.perf_counter() - started)
 
 
-def sanitize_combined(job: dict, tools: Sequence[str], *, interpreter: bool = True, gpu_tools: bool = True,
+def sanitize_combined(job: Job, tools: Sequence[str], *, interpreter: bool = True, gpu_tools: bool = True,
                       keep_log: str | None = None, timeout: float = 120.0,
                       limits: Limits = DEFAULT_LIMITS) -> Combined:
     """Run the chosen engines over one sanitize job (as tdebug.sanitize.sanitize_job builds it), all at once,

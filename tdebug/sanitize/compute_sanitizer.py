@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..report import Finding, merge
+from ..runtime.files import write_output
 from ..runtime.harness import run_job
+from ..runtime.job import Job
 from ..runtime.results import CaseResult, ChildLog, JobResult
 
 TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
@@ -366,16 +368,10 @@ def _finding(group: list[ToolError]) -> Finding:
 
 # ---- running ----
 
-def prepare_job(job: dict) -> dict:
+def prepare_job(job: Job) -> Job:
     """A copy of a run/sanitize job for the GPU: device cuda, no interpreter sanitizer, no breakpoints,
     autotuned catalogue kernels pinned to the case's config (no benchmarking under the tool)."""
-    job = {**job, "pin_autotune": True, "breaks": None}
-    job.pop("sanitize", None)
-    if job.get("plan"):
-        job["plan"] = {**job["plan"], "device": "cuda"}
-    if job.get("cases"):
-        job["cases"] = [{**c, "device": "cuda"} for c in job["cases"]]
-    return job
+    return job.for_gpu()
 
 
 def tool_env(tool: str) -> dict:
@@ -393,12 +389,12 @@ class ToolRun:
     log: str  # the raw tool output, every child's, with tdebug's case markers
 
 
-def source_dirs(job: dict) -> list[Path]:
+def source_dirs(job: Job) -> list[Path]:
     """Where to look for the bare file names of Triton's line info ('add.py:20'): the target's folder, the
     catalogue beside it, the working directory, Triton's own language modules (tl.sum lives there)."""
     import importlib.util
 
-    target = Path(job.get("target", ".")).resolve()
+    target = Path(job.target).resolve()
     dirs = [target.parent, target.parent.parent, target.parent.parent / "kernels", target.parent.parent / "bugs",
             Path.cwd()]
     spec = importlib.util.find_spec("triton")
@@ -421,7 +417,7 @@ def resolve_file(name: str, dirs: Sequence[Path]) -> str:
     return name
 
 
-def run_tool(job: dict, tool: str, cs: str, timeout: float | None = 120.0) -> ToolRun:
+def run_tool(job: Job, tool: str, cs: str, timeout: float | None = 120.0) -> ToolRun:
     """Run the job once under one tool and attach the parsed findings to its cases."""
     started = time.perf_counter()
     result = run_job(prepare_job(job), mode="gpu", timeout=timeout, capture=True, env_extra=tool_env(tool),
@@ -522,7 +518,7 @@ def log_path(keep_log: str, tool: str, n_tools: int) -> Path:
     return p.with_name(f"{p.stem if p.suffix else p.name}.{tool}{suffix}")
 
 
-def run_tools(job: dict, tools: Sequence[str], cs: str, timeout: float) -> list[ToolRun]:
+def run_tools(job: Job, tools: Sequence[str], cs: str, timeout: float) -> list[ToolRun]:
     """Each tool's run of the job, all at once: a tool watches its own process, so memcheck and initcheck
     need not wait for each other (each run pays Python's start-up and CUDA's initialisation)."""
     with ThreadPoolExecutor(max_workers=max(1, len(tools))) as pool:
@@ -532,12 +528,10 @@ def run_tools(job: dict, tools: Sequence[str], cs: str, timeout: float) -> list[
 def write_logs(keep_log: str, runs: Sequence[ToolRun]) -> None:
     """Each tool's raw log: keep_log itself for one tool, NAME.TOOL.log for several."""
     for run in runs:
-        path = log_path(keep_log, run.tool, len(runs))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(run.log)
+        write_output(log_path(keep_log, run.tool, len(runs)), run.log, "--keep-log")
 
 
-def sanitize_on_gpu(job: dict, tools: Sequence[str], keep_log: str | None, timeout: float) -> JobResult:
+def sanitize_on_gpu(job: Job, tools: Sequence[str], keep_log: str | None, timeout: float) -> JobResult:
     """Run a worker job (as tdebug/cli/run.py builds it) under each compute-sanitizer tool, at once; findings of
     all tools merged per case. keep_log: also write each tool's raw log (NAME.TOOL.log when several)."""
     cs = find_compute_sanitizer()

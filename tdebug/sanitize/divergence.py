@@ -24,7 +24,6 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
@@ -316,9 +315,3 @@ def _as_bytes(storage):
 def _arg_name(fn, index: int) -> str:
     names = getattr(fn, "arg_names", None) or []
     return names[index] if index < len(names) else f"arg{index}"
-
-
-def target_of(job: dict) -> tuple[str, list[str]]:
-    """The script and arguments a breakpoint command reruns."""
-    target = job.get("target", "")
-    return (str(Path(target)) if target else sys.argv[0]), list(job.get("argv") or [])

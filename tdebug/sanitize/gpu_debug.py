@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from ..report import Finding
 from ..runtime.harness import run_job
+from ..runtime.job import Job
 from ..runtime.results import CaseResult, JobResult
 
 ASSERT_RE = re.compile(
@@ -90,13 +91,12 @@ def attach_asserts(result: JobResult) -> JobResult:
     return result
 
 
-def run_debug(job: dict, timeout: float | None = 120.0, tee: bool = True,
+def run_debug(job: Job, timeout: float | None = 120.0, tee: bool = True,
               on_event: Callable[[str, dict], None] | None = None) -> JobResult:
     """Run a worker job on the GPU with TRITON_DEBUG=1 and turn device-side asserts into findings.
 
     The child's stdout/stderr are shown as they come (tee) and kept for parsing. Autotuned catalogue
     kernels run the case's config (no benchmarking).
     """
-    job = {**job, "pin_autotune": True, "sanitize": None, "breaks": None}
-    result = run_job(job, mode="debug", timeout=timeout, tee=tee, capture=True, on_event=on_event)
+    result = run_job(job.for_gpu(), mode="debug", timeout=timeout, tee=tee, capture=True, on_event=on_event)
     return attach_asserts(result)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
 from ..runtime.harness import run_job
+from ..runtime.job import Job, Plan, SanitizeOptions, fresh_seed
 from ..runtime.results import JobResult
 from .checks import CHECKS
 from .sweep import sanitize_script
@@ -15,24 +15,22 @@ from .sweep import sanitize_script
 def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int | None = None,
                  checks: list[str] | None = None, max_findings: int = 50, engine: str = "tdebug",
                  argv: list[str] | None = None, single: bool = False, shape=None, dtype: str = "fp32",
-                 layout: str = "contiguous", config: int | None = None) -> dict:
+                 layout: str = "contiguous", config: int | None = None) -> Job:
     """The worker job that sanitizes a catalogue file (its case matrix, or one case) or a script."""
-    seed = secrets.randbelow(2**31) if seed is None else seed
-    job: dict = {"target": str(Path(path).resolve()), "kind": kind, "argv": list(argv or []),
-                 "sanitize": {"checks": list(checks or sorted(CHECKS)), "max_findings": max_findings},
-                 "engine": engine}
-    if kind == "spec":
-        if single:
-            job["single"] = True
-            job["plan"] = {"device": "cpu", "seed": seed, "dtypes": [dtype], "layouts": [layout],
-                           "shapes": [shape] if shape else None, "configs": [config] if config is not None else None}
-        else:
-            job["plan"] = {"quick": quick, "device": "cpu", "seed": seed}
-            if config is not None:
-                job["plan"]["configs"] = [config]
-    elif config is not None:
-        job["config"] = config  # a script: this autotune config only (else one run per surviving config)
-    return job
+    seed = fresh_seed() if seed is None else seed
+    configs = (config,) if config is not None else None
+    plan = None
+    if kind == "spec" and single:
+        plan = Plan(device="cpu", seed=seed, dtypes=(dtype,), layouts=(layout,),
+                    shapes=(shape,) if shape else None, configs=configs)
+    elif kind == "spec":
+        plan = Plan(device="cpu", seed=seed, quick=quick, configs=configs)
+    return Job(target=str(Path(path).resolve()), kind=kind, argv=tuple(argv or ()), plan=plan,
+               single=kind == "spec" and single,
+               # a script: this autotune config only (else one run per surviving config)
+               config=config if kind != "spec" else None,
+               sanitize=SanitizeOptions(checks=tuple(checks or sorted(CHECKS)), max_findings=max_findings),
+               engine=engine)
 
 
 def sanitize_file(path: str | Path, *, quick: bool = True, timeout: float = 120.0, engine: str = "tdebug",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..report import Finding
 from ..runtime.harness import run_job
+from ..runtime.job import Job
 from ..runtime.results import JobResult
 from .unwritten import grid_text
 
@@ -74,22 +75,22 @@ def grid_notes(results: list[JobResult]) -> list[Finding]:
     return notes
 
 
-def sanitize_script(job: dict, timeout: float | None = 120.0,
+def sanitize_script(job: Job, timeout: float | None = 120.0,
                     progress: Callable[[str], None] | None = None, capture: bool = False) -> JobResult:
-    """Sanitize a script under every surviving autotune config (or the one job['config'] names); capture: keep
+    """Sanitize a script under every surviving autotune config (or the one job.config names); capture: keep
     the children's output instead of showing it (the GPU's interpreter pass, beside compute-sanitizer)."""
-    first = run_job({**job, "config_rank": 0}, mode="interpret", timeout=timeout, capture=capture)
-    if first.fatal or job.get("config") is not None:
+    first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture)
+    if first.fatal or job.config is not None:
         _label(first, job)
         return first
     results = [first]
     runs = runs_needed(first)
-    name = Path(job["target"]).name
+    name = Path(job.target).name
     for rank in range(1, runs):
         if progress is not None:
             progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
                      f"{rank_label(first, rank)})")
-        results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout, capture=capture))
+        results.append(run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout, capture=capture))
     combined = JobResult(kernel=first.kernel)
     failed = next((r for r in results if r.fatal), None)
     if failed is not None:  # a later config's run could not be done: never "clean" for what it did not check
@@ -104,8 +105,8 @@ def sanitize_script(job: dict, timeout: float | None = 120.0,
     return combined
 
 
-def _label(result: JobResult, job: dict) -> None:
+def _label(result: JobResult, job: Job) -> None:
     for case in result.cases:
         ran = configs_label(case.launches)
         if ran:
-            case.label = f"{Path(job['target']).name} [{ran}]"
+            case.label = f"{Path(job.target).name} [{ran}]"

@@ -5,6 +5,7 @@ subfolder (tdebug-viz, tdebug-viz-2, ...)."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 from pathlib import Path
@@ -44,8 +45,10 @@ def _ours(folder: Path) -> bool:
         if entry.name not in recorded or not entry.is_file():
             return False
         digest = recorded[entry.name]
-        if digest is not None and _digest(entry) != digest:
-            return False  # the person changed it: theirs now
+        if digest is None or _digest(entry) != digest:
+            # Changed by the person: theirs now. No digest: a run cut short (Ctrl-C) after writing it, and
+            # the person may have edited it since: it cannot be proved tdebug's, so it is never replaced.
+            return False
     return True
 
 
@@ -72,11 +75,19 @@ def prepare(folder: Path, names: list[str]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     if not _usable(folder):  # changed since choose(): never touch it
         raise OutDirError(f"--out {folder}: it changed while tdebug was running; run again")
-    for name in _recorded(folder):
+    for name, digest in _recorded(folder).items():
         path = folder / name
-        if path.is_file() and Path(name).name == name:
+        if digest is not None and path.is_file() and Path(name).name == name:
             path.unlink()
     _write_manifest(folder, dict.fromkeys(names))
+
+
+def remove_temporaries(folder: Path, names: list[str]) -> None:
+    """The temporary files of pictures being written when the run was cut short (a drawing worker ended by
+    SIGTERM leaves its .NAME.XXXXXX.tmp beside NAME: runtime.files.atomic_file's naming)."""
+    for name in names:
+        for tmp in folder.glob(f".{glob.escape(name)}.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
 
 def record(folder: Path, paths: list[Path]) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..runtime import processes
 from ..runtime.harness import child_env
+from ..runtime.job import VizJob
 from .errors import ErrorMap, load_error_maps
 from .model import LaunchMap, load_launches
 
@@ -49,9 +50,9 @@ class TraceResult:
         return f"the traced process exited with code {self.exit_code} before finishing"
 
 
-def _job_file(job: dict, workdir: Path) -> Path:
+def _job_file(job: VizJob, workdir: Path) -> Path:
     path = workdir / "job.json"
-    path.write_text(json.dumps(job))
+    path.write_text(job.to_json())
     return path
 
 
@@ -59,14 +60,14 @@ def _command(job_path: Path) -> list[str]:
     return [sys.executable, "-m", "tdebug.viz.trace_child", str(job_path)]
 
 
-def trace(job: dict, timeout: float = 300.0, meanwhile: Callable[[], None] | None = None) -> TraceResult:
+def trace(job: VizJob, timeout: float = 300.0, meanwhile: Callable[[], None] | None = None) -> TraceResult:
     """Run the job's launches traced in a child; the maps of every launch that finished.
 
     meanwhile: work for this process while the child runs (importing the drawing code).
     """
     workdir = Path(tempfile.mkdtemp(prefix="tdebug-viz-"))
     try:
-        job = {**job, "out": str(workdir / "maps"), "serve": None}
+        job = job.but(out=str(workdir / "maps"), serve=None)
         proc = processes.start(_command(_job_file(job, workdir)), temp=[workdir], env=child_env("interpret"),
                                stdin=_stdin(job), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         result = TraceResult()
@@ -88,9 +89,9 @@ def trace(job: dict, timeout: float = 300.0, meanwhile: Callable[[], None] | Non
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _stdin(job: dict) -> int | None:
+def _stdin(job: VizJob) -> int | None:
     """A script reads our standard input; a catalogue file's case reads nothing."""
-    return None if job.get("kind") == "script" else subprocess.DEVNULL
+    return None if job.kind == "script" else subprocess.DEVNULL
 
 
 def _collect(result: TraceResult, maps: Path) -> TraceResult:
@@ -106,10 +107,10 @@ def _collect(result: TraceResult, maps: Path) -> TraceResult:
 class Server:
     """A child that traces, then serves triton-viz's visualizer on 127.0.0.1:port until stopped."""
 
-    def __init__(self, job: dict, port: int) -> None:
+    def __init__(self, job: VizJob, port: int) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="tdebug-viz-"))
         self.maps = self.workdir / "maps"
-        job = {**job, "out": str(self.maps), "serve": {"port": port}}
+        job = job.but(out=str(self.maps), serve={"port": port})
         self.proc = processes.start(_command(_job_file(job, self.workdir)), temp=[self.workdir],
                                     env=child_env("interpret"), stdin=_stdin(job))
 

@@ -19,6 +19,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..runtime.job import VizJob
 from .model import save_launch
 
 
@@ -61,41 +62,41 @@ def case_shape(target, requested: list[int] | None) -> tuple[int, ...]:
     return tuple(spec.default_shape)
 
 
-def run_spec(job: dict, result: dict) -> None:
+def run_spec(job: VizJob, result: dict) -> None:
     from ..catalogue.cases import autotune_configs
     from ..catalogue.spec import Case, load_target
     from ..interpreter.patches import STATE
 
-    target = load_target(job["target"])
+    target = load_target(job.target)
     spec = target.spec
     result["kernel"] = spec.name
     try:
-        shape = case_shape(target, job.get("shape"))
+        shape = case_shape(target, job.shape)
     except ValueError as e:
         result["usage_error"] = str(e)
         return
-    if job["dtype"] not in spec.dtypes:
-        result["usage_error"] = f"{spec.name} runs in {', '.join(spec.dtypes)} on the CPU, not {job['dtype']}"
+    if job.dtype not in spec.dtypes:
+        result["usage_error"] = f"{spec.name} runs in {', '.join(spec.dtypes)} on the CPU, not {job.dtype}"
         return
-    if job["layout"] not in spec.layouts:
-        result["usage_error"] = f"{spec.name} takes layouts {', '.join(spec.layouts)}, not {job['layout']}"
+    if job.layout not in spec.layouts:
+        result["usage_error"] = f"{spec.name} takes layouts {', '.join(spec.layouts)}, not {job.layout}"
         return
     configs = autotune_configs(spec.kernel)
-    config = job.get("config")
+    config = job.config
     if config is None and configs:
         config = default_config(configs)
     if config is not None and configs and not 0 <= config < len(configs):
         result["usage_error"] = f"--config {config}: {spec.name} has configs 0..{len(configs) - 1}"
         return
-    variant = job.get("variant") or list(spec.variants)[0]
-    case = Case(shape, job["dtype"], job["layout"], job.get("seed", 0), "cpu", config, variant)
-    result["case"] = case.label()
+    variant = job.variant or list(spec.variants)[0]
+    case = Case(shape, job.dtype, job.layout, job.seed, "cpu", config, variant)
+    result["case"], result["seed"] = case.label(), case.seed
     result["shape"] = list(shape)
     STATE.config_index = config
     inputs = spec.make_inputs(case)
     out = spec.launch(*inputs)
-    if job.get("pid") is None:  # every program ran: draw the error of a wrong output
-        save_errors(target, case, inputs, out, Path(job["out"]))
+    if job.pid is None:  # every program ran: draw the error of a wrong output
+        save_errors(target, case, inputs, out, Path(job.out))
 
 
 def save_errors(target, case, inputs, out, directory: Path) -> None:
@@ -115,10 +116,10 @@ def save_errors(target, case, inputs, out, directory: Path) -> None:
     save_error_maps(maps, directory)
 
 
-def run_script(job: dict, result: dict) -> None:
-    target = job["target"]
+def run_script(job: VizJob, result: dict) -> None:
+    target = job.target
     result["kernel"] = Path(target).name
-    sys.argv = [target] + list(job.get("argv", []))
+    sys.argv = [target] + list(job.argv)
     sys.path.insert(0, str(Path(target).parent))
     try:
         runpy.run_path(target, run_name="__main__")
@@ -140,8 +141,8 @@ def serve(port: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
-    out = Path(job["out"])
+    job = VizJob.from_json(Path(argv[0]).read_text())
+    out = Path(job.out)
     out.mkdir(parents=True, exist_ok=True)
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("tdebug.viz.trace_child needs TRITON_INTERPRET=1 in its environment")
@@ -153,13 +154,13 @@ def main(argv: list[str]) -> int:
     interpret.install()
     safe_launch.install()
     stores.install()  # who stored each element, at which line: the error picture's tiles
-    pid = tuple(job["pid"]) if job.get("pid") is not None else None
+    pid = job.pid
     session = trace.TraceSession(sink=lambda launch: save_launch(launch, out), pid=pid,
-                                 keep_for_server=job.get("serve") is not None)
+                                 keep_for_server=job.serve is not None)
     trace.install(session)
-    result: dict = {"kind": job["kind"], "error": "", "launches": 0}
+    result: dict = {"kind": job.kind, "error": "", "launches": 0}
     try:
-        if job["kind"] == "spec":
+        if job.kind == "spec":
             run_spec(job, result)
         else:
             run_script(job, result)
@@ -176,8 +177,8 @@ def main(argv: list[str]) -> int:
     result["launches"] = session.count
     result["blocked_lanes"] = safe_launch.GUARD.blocked_lanes
     _write_result(out, result)
-    if job.get("serve") is not None and session.count:
-        serve(int(job["serve"]["port"]))
+    if job.serve is not None and session.count:
+        serve(int(job.serve["port"]))
     return 0
 
 

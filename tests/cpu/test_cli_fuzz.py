@@ -12,7 +12,6 @@ lets the real children run.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from tdebug.cli import cli
 from tdebug.exercises.workspace import load_bugs
 from tdebug.report import Finding
 from tdebug.runtime import harness
+from tdebug.runtime.job import Job
 from tdebug.runtime.results import CaseResult, JobResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,16 +182,16 @@ class FakeChildren:
         self.outcome, self.exit_code = outcome, exit_code
         self.outcomes: list[str] = []
 
-    def __call__(self, job: dict, mode: str = "interpret", timeout=120.0, interactive: bool = False,
+    def __call__(self, job: Job, mode: str = "interpret", timeout=120.0, interactive: bool = False,
                  capture: bool = False, on_event=None, **_ignored) -> JobResult:
-        json.loads(json.dumps(job))  # what _Child writes for the child: a job that cannot go fails here
+        assert Job.from_json(job.to_json()) == job  # what _Child writes for the child: a job that cannot go fails
         assert timeout is None or 0 < timeout < float("inf"), timeout
-        script = job.get("kind") == "script"
+        script = job.kind == "script"
         outcome = self.outcome
         if outcome == "no_launch" and not script:
             outcome = "fail"  # a catalogue case that launched nothing: the worker's "no-kernel" finding
         self.outcomes.append(outcome)
-        result = JobResult(kernel=Path(job.get("target", "x")).stem)
+        result = JobResult(kernel=Path(job.target).stem)
         if outcome == "fatal":
             result.fatal = "cannot import x.py: ValueError: boom (x.py:3)"
             return result

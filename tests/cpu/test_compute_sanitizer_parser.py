@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tdebug.catalogue.spec import Case
 from tdebug.report import Finding, render
+from tdebug.runtime.job import Job, Plan, SanitizeOptions
 from tdebug.runtime.results import CaseResult, ChildLog, JobResult
 from tdebug.sanitize import compute_sanitizer as cs
 
@@ -147,11 +149,13 @@ def test_tools_and_command():
 
 
 def test_prepare_job_moves_everything_to_the_gpu():
-    job = {"target": "t.py", "kind": "spec", "sanitize": {"checks": []}, "plan": {"device": "cpu"},
-           "breaks": [3]}
+    job = Job(target="t.py", kind="spec", sanitize=SanitizeOptions(checks=()), plan=Plan(device="cpu"),
+              breaks=("t.py:3",))
     prepared = cs.prepare_job(job)
-    assert "sanitize" not in prepared and prepared["plan"]["device"] == "cuda" and prepared["breaks"] is None
-    assert prepared["pin_autotune"] and job["plan"]["device"] == "cpu"
+    assert prepared.sanitize is None and prepared.plan.device == "cuda" and prepared.breaks is None
+    assert prepared.pin_autotune and job.plan.device == "cpu" and prepared.device == "cuda"
+    cased = Job(target="t.py", kind="spec", cases=(Case((4,)), Case((8,), "fp16"))).for_gpu()
+    assert [c.device for c in cased.cases] == ["cuda", "cuda"] and cased.device == "cuda"
 
 
 def test_find_compute_sanitizer_honours_override(tmp_path, monkeypatch):

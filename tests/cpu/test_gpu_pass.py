@@ -3,6 +3,7 @@ config's run that could not be done makes the whole result fatal, never a clean 
 
 from __future__ import annotations
 
+from tdebug.runtime.job import Job
 from tdebug.runtime.results import CaseResult, JobResult
 from tdebug.sanitize import sweep
 
@@ -14,10 +15,10 @@ def test_a_later_configs_fatal_run_is_not_dropped(monkeypatch):
     calls = []
 
     def fake_run_job(job, mode, timeout, capture=False):
-        calls.append((job["config_rank"], capture))
-        return ok if job["config_rank"] == 0 else JobResult(kernel="s.py", fatal="internal error in tdebug")
+        calls.append((job.config_rank, capture))
+        return ok if job.config_rank == 0 else JobResult(kernel="s.py", fatal="internal error in tdebug")
 
     monkeypatch.setattr(sweep, "run_job", fake_run_job)
-    result = sweep.sanitize_script({"target": "/x/s.py"}, 10.0, capture=True)
+    result = sweep.sanitize_script(Job(target="/x/s.py", kind="script"), 10.0, capture=True)
     assert calls == [(0, True), (1, True), (2, True)]  # every surviving config, output captured on the GPU
     assert result.fatal == "internal error in tdebug"

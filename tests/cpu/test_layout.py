@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,177 @@ def test_no_import_cycle_at_module_level():
     for module in graph:
         if module not in state:
             visit(module, [module])
+
+
+# -- the joins between the parts: typed jobs, one device decision -------------------------------------------
+
+JOB_MODULE = PACKAGE / "runtime" / "job.py"
+DEVICE_MODULE = PACKAGE / "runtime" / "device.py"
+JOB_KEYS = {"target", "kind"}  # a dict with both is a job made by hand
+
+
+def _dict_keys(node: ast.Dict) -> set[str]:
+    return {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def _source(path: Path) -> str:
+    return str(path.relative_to(PACKAGE.parent))
+
+
+def test_a_job_is_made_only_through_its_type():
+    """No module builds a job as a dict, copies one with {**job, ...}, or reads one by key: Job / VizJob only."""
+    bad = []
+    for path in MODULES:
+        if path == JOB_MODULE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                if JOB_KEYS <= _dict_keys(node):
+                    bad.append(f"{_source(path)}:{node.lineno}: a job built as a dict")
+                if any(k is None and isinstance(v, ast.Name) and v.id == "job" for k, v in zip(node.keys, node.values)):
+                    bad.append(f"{_source(path)}:{node.lineno}: {{**job, ...}}")
+            elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "job":
+                bad.append(f"{_source(path)}:{node.lineno}: job[...]")
+            elif (isinstance(node, ast.Attribute) and node.attr == "get" and isinstance(node.value, ast.Name)
+                  and node.value.id == "job"):
+                bad.append(f"{_source(path)}:{node.lineno}: job.get(...)")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_child_reads_the_job_the_parent_wrote():
+    from tdebug.catalogue.spec import Case
+    from tdebug.runtime.job import Job, JobLimits, Plan, SanitizeOptions, VizJob
+
+    job = Job(target="/t.py", kind="spec", plan=Plan(device="cpu", seed=7, shapes=[[3, 4]], dtypes=["fp16"]),
+              sanitize=SanitizeOptions(checks=["bounds"]), limits=JobLimits(2, 3), breaks=["/t.py:4"], pid=[1, 0],
+              executor="serial")
+    assert Job.from_json(job.to_json()) == job
+    assert job.plan.shapes == ((3, 4),) and job.pid == (1, 0)
+    cased = Job(target="/t.py", kind="spec", cases=[Case((5,), "bf16")])
+    assert Job.from_json(cased.to_json()) == cased
+    viz = VizJob(target="/t.py", kind="script", argv=["a"], pid=(1, 0, 0), serve={"port": 1})
+    assert VizJob.from_json(viz.to_json()) == viz
+    with pytest.raises(AttributeError):
+        job.target = "/other.py"  # frozen: a job never changes, a copy is made (Job.but, Job.for_gpu)
+    for wrong in ({"kind": "notebook"}, {"engine": "fast"}, {"executor": "threads"}):
+        with pytest.raises(ValueError):
+            Job(**{"target": "/t.py", "kind": "script", **wrong})
+    with pytest.raises(ValueError):
+        Plan(device="gpu")
+
+
+def test_the_executor_reaches_the_child_environment(tmp_path):
+    """Job.executor travels to the child as TDEBUG_EXECUTOR (the engine reads it there)."""
+    from tdebug.runtime.harness import run_job
+    from tdebug.runtime.job import Job
+
+    script = tmp_path / "show.py"
+    script.write_text("import os\nprint('EXECUTOR=' + os.environ['TDEBUG_EXECUTOR'])\n")
+    result = run_job(Job(target=str(script), kind="script", executor="serial"), capture=True, timeout=300)
+    assert "EXECUTOR=serial" in result.logs[0].stdout, result.logs
+
+
+def test_one_device_probe_and_no_module_rewrites_a_jobs_device():
+    """The GPU is probed in runtime/device.py only (no torch import for it in the parent), and a job moves to
+    the GPU only through Job.for_gpu: no module sets a plan's or a case's device by hand."""
+    bad = []
+    probes = ("cuInit", "cuDeviceGetCount", "is_available")
+    for path in MODULES:
+        if path in (DEVICE_MODULE, JOB_MODULE):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in probes and path.parent.name != "bench":
+                bad.append(f"{_source(path)}:{node.lineno}: a GPU probe of its own ({node.attr})")
+            keys = _dict_keys(node) if isinstance(node, ast.Dict) else set()
+            if "device" in keys and keys & {"shape", "dtypes", "quick"}:
+                bad.append(f"{_source(path)}:{node.lineno}: a case or plan's device set by hand")
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+                keywords = {k.arg for k in node.keywords}
+                if name in ("but", "replace") and keywords & {"plan", "cases", "device"}:
+                    bad.append(f"{_source(path)}:{node.lineno}: {name}({', '.join(sorted(keywords))}) moves a job")
+    assert not bad, "\n".join(bad)
+
+
+def test_device_resolves_once_for_every_command(monkeypatch):
+    from tdebug.runtime import device
+
+    monkeypatch.setattr(device, "gpu_visible", lambda: False)
+    assert device.resolve("auto") is device.Device.CPU and device.resolve("cpu") is device.Device.CPU
+    with pytest.raises(device.NoGpu):
+        device.resolve("cuda")
+    monkeypatch.setattr(device, "gpu_visible", lambda: True)
+    assert device.resolve("auto") is device.Device.CUDA and device.resolve("cpu") is device.Device.CPU
+    with pytest.raises(ValueError):
+        device.resolve("tpu")
+    from tdebug.cli import check, sanitize
+
+    defaults = {cmd.name: next(p.default for p in cmd.params if p.name == "device")
+                for cmd in (check.command, sanitize.command)}
+    assert defaults == {"check": device.DEFAULT, "sanitize": device.DEFAULT}
+
+
+def test_every_command_takes_its_exit_code_from_one_verdict():
+    """run, check and sanitize end with Verdict.exit_code (runtime/verdict.py): no command decides 0/1/3 itself."""
+    for name in ("run", "check", "sanitize"):
+        text = (PACKAGE / "cli" / f"{name}.py").read_text()
+        assert "Verdict.of(" in text and re.search(r"SystemExit\(\w+\.exit_code\)", text), name
+        tree = ast.parse(text)
+        literal_exits = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                         and getattr(n.func, "id", "") == "SystemExit" and n.args
+                         and isinstance(n.args[0], ast.Constant) and n.args[0].value in (0, 1, 3)]
+        assert not literal_exits, f"cli/{name}.py decides an exit code itself at lines {literal_exits}"
+    assert "def exit_code" not in (PACKAGE / "cli" / "common.py").read_text()
+
+
+def test_verdict_exit_codes_and_summary():
+    from tdebug.report import Finding
+    from tdebug.runtime.results import CaseResult
+    from tdebug.runtime.verdict import COULD_NOT_RUN, Check, Status, Verdict
+
+    def case(status: str, *checks: str, launches: int | None = 1) -> CaseResult:
+        return CaseResult(index=0, label="x", status=status, findings=[Finding(check=c, message="m") for c in checks],
+                          launch_count=launches)
+
+    clean = Verdict.of([case("pass"), case("pass")])
+    assert (clean.exit_code, clean.summary(), clean.clean) == (0, "clean", True)
+    found = Verdict.of([case("pass"), case("fail", "bounds", "bounds", "race")])
+    assert (found.exit_code, found.summary()) == (1, "2 bounds, 1 race")
+    assert Verdict.of([case("pass", "unwritten")]).exit_code == 1  # never clean with a finding
+    assert Verdict.of([case("weird-new-status")]).exit_code == 1  # an unknown status is never clean
+    unchecked = Verdict.of([case("fail", "bounds"), case("unsupported", "unsupported")])
+    assert unchecked.exit_code == 3  # part of the job not done: 3, whatever else was found
+    assert Verdict.of([], fatal="cannot import x.py").exit_code == 3
+    assert (Verdict.of([]).exit_code, Verdict.of([]).summary()) == (2, "nothing checked")
+    assert Verdict.of([case("pass", launches=0)]).exit_code == 2  # a script that launched no kernel
+    assert Verdict.of([case("quit")]).exit_code == 0  # the person quit the debugger, as they may
+    assert Verdict.of([case("pass")], unchecked_notes=["a size cap stopped it"]).exit_code == 3
+    assert Verdict.of([case("pass")], lint=1).exit_code == 1
+    total = clean + found + Verdict.of([], fatal="x")
+    assert (total.passed, total.failed, total.not_checked, total.exit_code) == (3, 1, 1, 3)
+    assert total.to_json()["findings"] == {"bounds": 2, "race": 1} and total.to_json()["exit_code"] == 3
+    assert {Status(s) for s in ("unsupported", "internal", "not-checked")} == COULD_NOT_RUN
+    assert Check("bounds") is Check.BOUNDS and str(Check.NO_KERNEL) == "no-kernel"
+
+
+def test_an_event_is_made_only_through_its_type():
+    """No module writes or reads a pipe event as a dict with an "event" key: runtime/events.Event only."""
+    events = PACKAGE / "runtime" / "events.py"
+    bad = []
+    for path in MODULES:
+        if path == events:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict) and "event" in _dict_keys(node):
+                bad.append(f"{_source(path)}:{node.lineno}: an event built as a dict")
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == "event":
+                bad.append(f"{_source(path)}:{node.lineno}: an event read as a dict")
+    assert not bad, "\n".join(bad)
+    from tdebug.runtime.events import Event, EventKind
+
+    event = Event(EventKind.RESULT, {"index": 2, "status": "pass"})
+    assert Event.parse(event.line()) == event and event["index"] == 2 and event.get("nope") is None
+    with pytest.raises(ValueError):
+        Event("progress")  # no such kind: the parent would not read it
+    with pytest.raises(TypeError):
+        event.data["index"] = 3  # frozen

@@ -110,7 +110,7 @@ def test_cases_matched_by_label_and_coverage_said():
 
 
 def test_engine_plan_without_a_gpu(monkeypatch):
-    monkeypatch.setattr("tdebug.cli.sanitize._cuda_visible", lambda: False)
+    monkeypatch.setattr("tdebug.runtime.device.gpu_visible", lambda: False)
     assert plan_engines("cpu", "auto") == (False, False, "")
     use_tools, interp, line = plan_engines("auto", "auto")
     assert (use_tools, interp) == (False, False) and "using the interpreter sanitizer on the CPU" in line
@@ -122,7 +122,7 @@ def test_engine_plan_without_a_gpu(monkeypatch):
 
 
 def test_engine_plan_with_a_gpu(monkeypatch):
-    monkeypatch.setattr("tdebug.cli.sanitize._cuda_visible", lambda: True)
+    monkeypatch.setattr("tdebug.runtime.device.gpu_visible", lambda: True)
     monkeypatch.setattr("tdebug.cli.sanitize._compute_sanitizer_found", lambda: True)
     assert plan_engines("cuda", "auto") == (True, True, "")
     assert plan_engines("auto", "compute-sanitizer") == (True, False, "")

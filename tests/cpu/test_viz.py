@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from tdebug.interpreter.versions import triton_viz_problem
+from tdebug.runtime.job import VizJob
 from tdebug.viz import palette
 from tdebug.viz.draw import draw_tensor
 from tdebug.viz.html import render_page
@@ -181,9 +182,8 @@ for _name, (_bug, _fixed, _kind, _shape) in BUGS.items():
 
 @pytest.fixture(scope="module")
 def traced() -> dict[str, list[LaunchMap]]:
-    job = {"kind": "script", "target": str(DATA / "viz_run_specs.py"),
-           "argv": [f"{k}={v}" for k, v in SCENARIOS.items()], "shape": None, "dtype": "fp32",
-           "layout": "contiguous", "seed": 0, "config": None, "variant": None, "pid": None}
+    job = VizJob(kind="script", target=str(DATA / "viz_run_specs.py"),
+                 argv=tuple(f"{k}={v}" for k, v in SCENARIOS.items()), seed=0)
     result = trace(job, timeout=400)
     assert not result.crashed and not result.info.get("error"), result.output[-3000:]
     by_number = {launch.index: launch for launch in result.launches}

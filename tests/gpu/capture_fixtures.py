@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tdebug.catalogue.spec import Case  # noqa: E402
+from tdebug.runtime.job import Job  # noqa: E402
 from tdebug.sanitize import compute_sanitizer as cs_mod  # noqa: E402
 from tdebug.sanitize.gpu_debug import parse_asserts, run_debug  # noqa: E402
 
@@ -24,14 +26,13 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "scripts"
 
 
-def script_job(name: str) -> dict:
-    return {"target": str(SCRIPTS / name), "kind": "script", "argv": []}
+def script_job(name: str) -> Job:
+    return Job(target=str(SCRIPTS / name), kind="script")
 
 
-def spec_job(path: Path, shapes: list[tuple[int, ...]]) -> dict:
-    return {"target": str(path), "kind": "spec", "argv": [],
-            "cases": [{"shape": list(s), "dtype": "fp32", "layout": "contiguous", "seed": 0, "device": "cuda"}
-                      for s in shapes]}
+def spec_job(path: Path, shapes: list[tuple[int, ...]]) -> Job:
+    return Job(target=str(path), kind="spec",
+               cases=tuple(Case(tuple(s), "fp32", "contiguous", 0, "cuda") for s in shapes))
 
 
 TOOL_CAPTURES = [

@@ -27,8 +27,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from tdebug.catalogue.files import bug_files, kernel_files  # noqa: E402
-from tdebug.catalogue.spec import load_target  # noqa: E402
+from tdebug.catalogue.spec import Case, load_target  # noqa: E402
 from tdebug.runtime.harness import JobResult, run_job  # noqa: E402
+from tdebug.runtime.job import Job, SanitizeOptions  # noqa: E402
 from tdebug.sanitize import CHECKS  # noqa: E402
 from tdebug.sanitize import compute_sanitizer as cs_mod  # noqa: E402
 from tdebug.sanitize.combined import RUN_FAILURES, sanitize_combined  # noqa: E402
@@ -94,19 +95,19 @@ def modes_for(entry: dict) -> list[str]:
 
 
 def run_mode(entry: dict, mode: str, cs: str | None) -> dict:
-    job = {"target": str(ROOT / entry["file"]), "kind": "spec", "argv": [], "cases": entry["cases"],
-           "pin_autotune": True}
+    job = Job(target=str(ROOT / entry["file"]), kind="spec", pin_autotune=True,
+              cases=tuple(Case(**{**c, "shape": tuple(c["shape"])}) for c in entry["cases"]))
     if entry["kind"] == "story":
-        job = {"target": str(HERE / "scripts" / "run_story.py"), "kind": "script", "argv": [str(ROOT / entry["file"])]}
+        job = Job(target=str(HERE / "scripts" / "run_story.py"), kind="script", argv=(str(ROOT / entry["file"]),))
     started = time.perf_counter()
     if mode == "plain":
         result = run_job(job, mode="gpu", timeout=TIMEOUT, capture=True)
     elif mode == "guard":
-        result = run_job({**job, "guard": True}, mode="gpu", timeout=TIMEOUT, capture=True)
+        result = run_job(job.but(guard=True), mode="gpu", timeout=TIMEOUT, capture=True)
     elif mode == "debug":
         result = run_debug(job, timeout=TIMEOUT, tee=False)
     elif mode == "sanitize":
-        job = {**job, "sanitize": {"checks": sorted(CHECKS), "max_findings": 0}, "engine": "tdebug"}
+        job = job.but(sanitize=SanitizeOptions(checks=tuple(sorted(CHECKS)), max_findings=0), engine="tdebug")
         combined = sanitize_combined(job, ["memcheck", "initcheck"], timeout=TIMEOUT)
         summary = summarize(combined.result, mode, time.perf_counter() - started)
         return {**summary, "notes": combined.notes, "engines": {r.engine: round(r.seconds, 2) for r in combined.runs}}

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from tdebug.catalogue.spec import Case
 from tdebug.runtime.harness import run_job
+from tdebug.runtime.job import Job
 from tdebug.sanitize.compute_sanitizer import find_compute_sanitizer, sanitize_on_gpu
 from tdebug.sanitize.gpu_debug import run_debug
 
@@ -25,14 +27,13 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 needs_cs = pytest.mark.skipif(find_compute_sanitizer() is None, reason="needs compute-sanitizer")
 
 
-def script_job(name: str) -> dict:
-    return {"target": str(SCRIPTS / name), "kind": "script", "argv": []}
+def script_job(name: str) -> Job:
+    return Job(target=str(SCRIPTS / name), kind="script")
 
 
-def spec_job(path: Path, shapes, guard: bool = False, dtype: str = "fp32") -> dict:
-    return {"target": str(path), "kind": "spec", "argv": [], "guard": guard, "pin_autotune": True,
-            "cases": [{"shape": list(s), "dtype": dtype, "layout": "contiguous", "seed": 0, "device": "cuda"}
-                      for s in shapes]}
+def spec_job(path: Path, shapes, guard: bool = False, dtype: str = "fp32") -> Job:
+    return Job(target=str(path), kind="spec", guard=guard, pin_autotune=True,
+               cases=tuple(Case(tuple(s), dtype, "contiguous", 0, "cuda") for s in shapes))
 
 
 # The fixed kernels the clean-run tests use. matmul in fp16: in fp32, tl.dot runs in TF32 on the H100
@@ -148,7 +149,7 @@ def test_memcheck_padding_catches_a_read_just_past_a_small_table():
     story = ROOT / "bugs" / "11_embedding_out_of_range_id.py"
     if not story.exists():
         pytest.skip("bugs/11_embedding_out_of_range_id.py not present")
-    job = {"target": str(SCRIPTS / "run_story.py"), "kind": "script", "argv": [str(story)]}
+    job = Job(target=str(SCRIPTS / "run_story.py"), kind="script", argv=(str(story),))
     result = sanitize_on_gpu(job, ["memcheck"], None, 300)
     reads = [f for f in findings(result, "bounds") if f.extra.get("access") == "read"]
     assert reads and reads[0].kernel == "embedding_kernel", result.cases
