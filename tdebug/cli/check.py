@@ -25,6 +25,7 @@ from .common import (
     TargetKind,
     classify_target,
     could_not_run,
+    executor_option,
     fresh_seed,
     output_file,
 )
@@ -49,6 +50,7 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the results as JSON.")
 @click.option("--seed", type=SEED, default=None, help="Input seed (default: fresh, printed).")
+@executor_option
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("-v", "--verbose", is_flag=True, help="Details for passing cases too.")
 def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -110,6 +111,20 @@ class Seconds(click.ParamType):
 
 TIMEOUT = Seconds()
 SEED = click.IntRange(0, 2**32 - 1)  # torch's generators overflow on seeds past 2**63 / 1000003
+
+
+def _set_executor(ctx, param, value: str | None) -> str | None:
+    if value:
+        os.environ["TDEBUG_EXECUTOR"] = value  # the children run their launches so (runtime.harness)
+    return value
+
+
+def executor_option(fn):
+    """--executor: how the interpreter runs a launch's programs (the batched engine, or one after another)."""
+    return click.option("--executor", type=click.Choice(["auto", "batched", "serial"]), default=None,
+                        expose_value=False, callback=_set_executor, is_eager=True,
+                        help="Run a launch's programs together (batched; auto: where the engine can) or one "
+                             "after another (serial, the reference). Also TDEBUG_EXECUTOR.")(fn)
 
 
 def case_options(fn):

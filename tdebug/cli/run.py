@@ -20,6 +20,7 @@ from .common import (
     case_options,
     classify_target,
     could_not_run,
+    executor_option,
     fresh_seed,
 )
 
@@ -54,6 +55,7 @@ def autotune_lines(cases) -> list[str]:
                    "a module it imports); repeatable.")
 @click.option("--variant", default=None, help="A kernel's code path, e.g. causal (see the file's SPEC.variants).")
 @click.option("--pid", default=None, help="With --break: only in this program, e.g. 1 or 1,0.")
+@executor_option
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True,
               help="Seconds before a launch is declared hung (off while in the debugger).")
 def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout) -> None:

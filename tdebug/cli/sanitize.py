@@ -34,6 +34,7 @@ from .common import (
     TargetKind,
     classify_target,
     could_not_run,
+    executor_option,
     fresh_seed,
     output_file,
 )
@@ -122,6 +123,7 @@ def _render_result(result: JobResult, target: str, max_findings: int, engines: b
               help="Findings shown per target (0: all).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Write findings as JSON.")
 @click.option("--keep-log", type=click.Path(dir_okay=False), default=None, help="GPU: keep the raw tool log here.")
+@executor_option
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("--max-programs", type=click.IntRange(min=0), default=None,
               help="Interpreter pass: stop (with a note) at a launch of more programs than this (0: no cap; "

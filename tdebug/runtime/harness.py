@@ -114,7 +114,8 @@ class _Child:
             f.write(job.to_json())
         read_fd, write_fd = os.pipe()
         env = child_env(mode, env_extra)
-        env["TDEBUG_EXECUTOR"] = job.executor  # the child's engine reads how to run a launch's programs here
+        # The child's engine reads how to run a launch's programs here; "auto" leaves the caller's choice.
+        env["TDEBUG_EXECUTOR"] = job.executor if job.executor != "auto" else os.environ.get("TDEBUG_EXECUTOR", "auto")
         env["TDEBUG_RESULT_FD"] = str(write_fd)
         if not wrapper:  # the child dies with us (tdebug.child); under a wrapper its parent is the wrapper
             env["TDEBUG_PARENT_PID"] = str(os.getpid())
