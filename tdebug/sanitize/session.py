@@ -281,7 +281,7 @@ class SanitizerSession:
         if not checker.shadows and (checker.reach is None or not checker.reach.bases.size):
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
         return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
-                              origin=provenance.origin(ptrs))
+                              provenance.origin(ptrs))
 
     def _tensor_name(self, addr: int) -> str:
         """The name of the launch's tensor argument whose storage holds a byte address ('' if none)."""
