@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers
+from . import aliases, block_pointers, lean
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -210,5 +210,6 @@ def install(exact_values: bool = True) -> None:
     for module in (scalars, grid, libdevice) + ((bf16, fma) if exact_values else ()):
         module.install()  # fma wraps bf16's arithmetic: after it
     aliases.install()
+    lean.install()  # after aliases: its once-per-launch check wraps the alias patch
     block_pointers.install()
     STATE.installed = True
