@@ -59,19 +59,34 @@ def randn(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return torch.randn(*shape, generator=GEN).to(dtype)
 
 
+PROFILE = os.environ.get("TDEBUG_BENCH_PROFILE")  # a file: cProfile statistics of the launches go there
+
+
 class Timer:
-    """CPU and wall seconds of the launches, summed over `with timer:` blocks."""
+    """CPU and wall seconds of the launches, summed over `with timer:` blocks (profiled with
+    TDEBUG_BENCH_PROFILE=FILE)."""
+
+    profiler = None
 
     def __init__(self) -> None:
         self.cpu = self.wall = 0.0
 
     def __enter__(self) -> Timer:
+        if PROFILE and Timer.profiler is None:
+            import cProfile
+
+            Timer.profiler = cProfile.Profile()
+        if Timer.profiler is not None:
+            Timer.profiler.enable()
         self._cpu, self._wall = time.process_time(), time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
         self.cpu += time.process_time() - self._cpu
         self.wall += time.perf_counter() - self._wall
+        if Timer.profiler is not None:
+            Timer.profiler.disable()
+            Timer.profiler.dump_stats(PROFILE)
 
 
 def max_err(out: torch.Tensor, ref: torch.Tensor) -> float:
