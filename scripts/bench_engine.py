@@ -63,7 +63,9 @@ def run_one(mode: str, workloads: list[str], args: argparse.Namespace) -> list[d
         cmd = command(mode, workloads, args.python, args.quick, args.timeout, str(findings_path))
         started = time.perf_counter()
         with open(out_path, "w") as out:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=environment(mode, args.baseline), stdout=out,
+            # `python -m tdebug` puts its working directory first on sys.path: the checkout whose tdebug runs.
+            cwd = args.baseline if mode == "baseline" else ROOT
+            proc = subprocess.Popen(cmd, cwd=cwd, env=environment(mode, args.baseline), stdout=out,
                                     stderr=subprocess.STDOUT)
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
@@ -87,7 +89,8 @@ def run_one(mode: str, workloads: list[str], args: argparse.Namespace) -> list[d
                "findings": findings[0] if findings else None, "findings_digest": findings[1] if findings else None}
         if workload in printed:
             rec.update({k: printed[workload][k] for k in ("launch_cpu", "launch_wall", "err", "ok", "digest",
-                                                          "programs", "steps", "triton", "shims", "tdebug")})
+                                                          "programs", "steps", "triton", "shims", "tdebug",
+                                                          "tdebug_at")})
         if proc.returncode not in (0, 1) or workload not in printed:
             rec["tail"] = text[-1500:]
         recs.append(rec)
@@ -139,9 +142,11 @@ def summarise(records: list[dict], modes: list[str], workloads: list[str]) -> li
         for mode in ("batched", "baseline"):
             entry = row["modes"].get(mode, {})
             if "launch_cpu" in entry and "launch_cpu" in serial:
-                entry["speedup_vs_serial"] = {
-                    "launch": serial["launch_cpu"]["median"] / max(entry["launch_cpu"]["median"], 1e-9),
-                    "cmd": serial["cmd_cpu"]["median"] / max(entry["cmd_cpu"]["median"], 1e-9)}
+                # batched: how much faster than serial; baseline: how much faster serial is than the baseline.
+                fast, slow = (entry, serial) if mode == "batched" else (serial, entry)
+                entry["speedup_vs_serial" if mode == "batched" else "serial_speedup"] = {
+                    "launch": slow["launch_cpu"]["median"] / max(fast["launch_cpu"]["median"], 1e-9),
+                    "cmd": slow["cmd_cpu"]["median"] / max(fast["cmd_cpu"]["median"], 1e-9)}
                 entry["same_output_as_serial"] = entry["digests"] == serial["digests"]
                 entry["same_findings_as_serial"] = entry["findings_digests"] == serial["findings_digests"]
         rows.append(row)
@@ -179,6 +184,13 @@ def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
                 cells.append(f"{s['launch']:.2f}x / {s['cmd']:.2f}x" if s else "-")
             cells.append(f"{e['peak_rss_mib']:.0f}")
         lines.append("| " + " | ".join(cells) + " |")
+    if meta.get("baseline"):
+        lines += ["", f"baseline = serial with the tdebug checkout at {meta['baseline']}; serial is faster than it by "
+                  "(launch / cmd, medians):", ""]
+        for row in summary:
+            s = row["modes"].get("baseline", {}).get("serial_speedup")
+            if s:
+                lines.append(f"- {row['workload']}: {s['launch']:.2f}x / {s['cmd']:.2f}x")
     lines += ["", "Outputs (digest of the output tensors' bytes) and findings per mode:", ""]
     for row in summary:
         parts = []
@@ -193,6 +205,22 @@ def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
                 parts.append(f"{mode} {'/'.join(e['digests'])}{same}{found}")
         lines.append(f"- {row['workload']}: " + "; ".join(parts))
     return "\n".join(lines) + "\n"
+
+
+def write(records: list[dict], modes: list[str], workloads: list[str], args: argparse.Namespace,
+          repeats_done: int) -> Path:
+    """PREFIX.json (meta, summary, every record) and PREFIX.md from the records so far."""
+    summary = summarise(records, modes, workloads)
+    plain_shims = next((r["shims"] for r in records if r["mode"] == "plain" and "shims" in r), [])
+    meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "repeats": repeats_done,
+            "python": args.python, "triton": next((r["triton"] for r in records if "triton" in r), "?"),
+            "plain_shims": plain_shims, "baseline": str(args.baseline) if args.baseline else None}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{out}.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records}, indent=1))
+    Path(f"{out}.md").write_text(markdown(summary, modes, meta))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,16 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{repeat} {rec['workload']:17s} {mode:8s} rc={rec['rc']} cmd_cpu={rec['cmd_cpu']:.2f} "
                           f"launch_cpu={rec.get('launch_cpu', float('nan')):.2f} rss={rec['peak_rss_mib']:.0f}MiB "
                           f"ok={rec.get('ok')} {rec.get('tail', '')[-300:]}", flush=True)
-    summary = summarise(records, modes, workloads)
-    plain_shims = next((r["shims"] for r in records if r["mode"] == "plain" and "shims" in r), [])
-    meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "repeats": args.repeats,
-            "python": args.python, "triton": next((r["triton"] for r in records if "triton" in r), "?"),
-            "plain_shims": plain_shims, "baseline": str(args.baseline) if args.baseline else None}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{out}.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records}, indent=1))
-    Path(f"{out}.md").write_text(markdown(summary, modes, meta))
+        out = write(records, modes, workloads, args, repeat + 1)  # after every repeat: a long run leaves results
     failed = [r for r in records if "launch_cpu" not in r or r["rc"] not in (0, 1)]
     print(f"wrote {out}.json and {out}.md; {len(failed)} of {len(records)} runs failed", flush=True)
     return 1 if failed else 0

@@ -261,7 +261,9 @@ def main() -> int:
         record = {"workload": name, "launch_cpu": round(timer.cpu, 4), "launch_wall": round(timer.wall, 4),
                   "err": err, "ok": bool(err <= tol), "digest": digest(*outs), "programs": programs,
                   "steps": steps, "quick": QUICK, "triton": triton.__version__, "shims": SHIMS,
-                  "tdebug": bool(patches is not None and patches.STATE.installed)}
+                  "tdebug": bool(patches is not None and patches.STATE.installed),
+                  "tdebug_at": os.path.dirname(os.path.dirname(sys.modules["tdebug"].__file__))
+                  if "tdebug" in sys.modules else None}
         print("TDEBUG_BENCH " + json.dumps(record), flush=True)
     return 0
 
