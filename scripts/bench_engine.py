@@ -159,7 +159,7 @@ def _cell(stats: dict) -> str:
 
 def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
     lines = ["# Engine benchmark (scripts/bench_engine.py)", "",
-             f"{meta['when']}, {meta['machine']}, Triton {meta['triton']}, {meta['repeats']} repeats per mode "
+             f"{meta['when']}, {meta['machine']}, Triton {meta['triton']}, up to {meta['repeats']} repeats per mode "
              f"(fresh processes, modes alternating){QUICK_NOTE if meta['quick'] else ''}. CPU seconds: median "
              "(min-max). launch = the workload's own launches (time.process_time()); cmd = the whole command "
              "(child rusage). x = plain / mode, within this run. Plain's shims: "
@@ -214,6 +214,7 @@ def write(records: list[dict], modes: list[str], workloads: list[str], args: arg
     plain_shims = next((r["shims"] for r in records if r["mode"] == "plain" and "shims" in r), [])
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "repeats": repeats_done,
+            "repeats_asked": args.repeats,
             "python": args.python, "triton": next((r["triton"] for r in records if "triton" in r), "?"),
             "plain_shims": plain_shims, "baseline": str(args.baseline) if args.baseline else None}
     out = Path(args.out)
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{repeat} {rec['workload']:17s} {mode:8s} rc={rec['rc']} cmd_cpu={rec['cmd_cpu']:.2f} "
                           f"launch_cpu={rec.get('launch_cpu', float('nan')):.2f} rss={rec['peak_rss_mib']:.0f}MiB "
                           f"ok={rec.get('ok')} {rec.get('tail', '')[-300:]}", flush=True)
-        out = write(records, modes, workloads, args, repeat + 1)  # after every repeat: a long run leaves results
+                out = write(records, modes, workloads, args, repeat + 1)  # a long run leaves what it measured
     failed = [r for r in records if "launch_cpu" not in r or r["rc"] not in (0, 1)]
     print(f"wrote {out}.json and {out}.md; {len(failed)} of {len(records)} runs failed", flush=True)
     return 1 if failed else 0
