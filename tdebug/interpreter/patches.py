@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers, boolops, constexprs, device_tables, overflow
+from . import aliases, block_pointers, boolops, constexprs, device_tables, lean, overflow
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -216,6 +216,7 @@ def install(exact_values: bool = True) -> None:
     for module in (scalars, grid, libdevice) + ((bf16, fma) if exact_values else ()):
         module.install()  # fma wraps bf16's arithmetic: after it
     aliases.install()
+    lean.install()  # after aliases: its once-per-launch check wraps the alias patch
     block_pointers.install()
     boolops.install()
     constexprs.install()

@@ -133,6 +133,9 @@ _TABLE = [
     Internal("GridExecutor", "_restore_args_dev", ("self", "args_dev", "args_hst", "kwargs", "kwargs_hst")),
     Internal("GridExecutor", "__call__", ("self",)),
     Internal("InterpretedFunction", "run", ("self", "warmup")),  # tdebug viz: one traced launch
+    # lean.py: the language patched once per module per launch, not on every device-function call.
+    Internal("InterpretedFunction", "__call__", ("self",)),
+    Internal("triton.runtime.interpreter", "_get_np_dtype", ("tt_dtype",)),  # lean.py: memoised
     # Language patching per launch: 3.6's tl.tensor.__index__ breaks under numpy >= 2.4 (fixed in 3.7); the
     # batched engine's __index__/__bool__ on per-program values (program_axis.py).
     Internal("triton.runtime.interpreter", "_patch_lang_tensor", ("tensor", "scope")),
@@ -178,7 +181,8 @@ INTERNALS: dict[str, Internal] = {i.key: i for i in _TABLE}
 READS: dict[str, tuple[str, ...]] = {
     "InterpreterBuilder": ("grid_idx", "grid_dim", "options"),
     "Autotuner": ("prune_configs",),
-    "triton.runtime.interpreter": ("TensorHandle", "interpreter_builder", "_tuple_create", "InterpretedFunction"),
+    "triton.runtime.interpreter": ("TensorHandle", "interpreter_builder", "_tuple_create", "InterpretedFunction",
+                                   "_LangPatchScope"),
 }
 
 

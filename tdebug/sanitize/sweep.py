@@ -17,7 +17,6 @@ from ..report import Finding
 from ..runtime.harness import run_job
 from ..runtime.job import Job
 from ..runtime.results import JobResult
-from .unwritten import grid_text
 
 
 def runs_needed(result: JobResult) -> int:
@@ -64,6 +63,8 @@ def grid_notes(results: list[JobResult]) -> list[Finding]:
         distinct = {tuple(g) for g in by_config.values()}
         if len(distinct) != 1:
             continue
+        from .unwritten import grid_text  # here: unwritten.py imports torch, which the CLI's parent need not
+
         grid = grid_text(next(iter(distinct))[0])
         configs = ", ".join(f"#{i}" for i in sorted(by_config))
         notes.append(Finding(

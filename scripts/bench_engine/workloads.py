@@ -1,0 +1,272 @@
+"""The engine benchmark's workloads (scripts/bench_engine.py): `python workloads.py NAME... [--quick]` runs them,
+times each one's launches with time.process_time() and prints one line `TDEBUG_BENCH {json}` per workload
+(launch CPU and wall seconds, the largest error against a float64 reference, a digest of the outputs' bytes).
+
+Run plain (TRITON_INTERPRET=1, no tdebug) it installs only the shims Triton's interpreter needs to run these
+kernels at all, none of them on the per-op path: float arguments typed fp32 as compiled Triton types them
+(tdebug's scalars.py: attention's sm_scale, rms_norm's eps), libdevice through numpy (tdebug's libdevice.py:
+Liger's rsqrt) and, on Triton 3.6 only, range() over a scalar tensor under numpy >= 2.4. Under tdebug these
+are part of tdebug's own patches and nothing is added. Autotuned kernels are launched through `.fn` with one
+fixed config, so every mode runs the same single launch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # kernels/ and tdebug/ of this checkout
+
+
+def plain_shims() -> list[str]:
+    """The shims plain TRITON_INTERPRET=1 needs for these kernels (nothing when tdebug's patches are in)."""
+    patches = sys.modules.get("tdebug.interpreter.patches")
+    if patches is not None and patches.STATE.installed:
+        return []
+    from tdebug.interpreter import libdevice, scalars
+    from tdebug.interpreter.versions import TRITON, patch
+
+    scalars.install()
+    libdevice.install()
+    shims = ["scalars", "libdevice"]
+    if TRITON < (3, 7):
+        from triton.runtime import interpreter
+
+        from tdebug.interpreter.patches import _squeeze_index
+
+        patch(interpreter, "_patch_lang_tensor", _squeeze_index)
+        shims.append("range_over_tensor")
+    return shims
+
+
+SHIMS = plain_shims()
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+GEN = torch.Generator().manual_seed(1)
+
+
+def randn(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=GEN).to(dtype)
+
+
+PROFILE = os.environ.get("TDEBUG_BENCH_PROFILE")  # a file: cProfile statistics of the launches go there
+
+
+class Timer:
+    """CPU and wall seconds of the launches, summed over `with timer:` blocks (profiled with
+    TDEBUG_BENCH_PROFILE=FILE)."""
+
+    profiler = None
+
+    def __init__(self) -> None:
+        self.cpu = self.wall = 0.0
+
+    def __enter__(self) -> Timer:
+        if PROFILE and Timer.profiler is None:
+            import cProfile
+
+            Timer.profiler = cProfile.Profile()
+        if Timer.profiler is not None:
+            Timer.profiler.enable()
+        self._cpu, self._wall = time.process_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cpu += time.process_time() - self._cpu
+        self.wall += time.perf_counter() - self._wall
+        if Timer.profiler is not None:
+            Timer.profiler.disable()
+            Timer.profiler.dump_stats(PROFILE)
+
+
+def max_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return (out.double() - ref.double()).abs().max().item()
+
+
+def digest(*tensors: torch.Tensor) -> str:
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+# --- workloads: each returns (timer, outputs, error, tolerance, programs, steps) ----------------------------------
+
+
+def _matmul(dtype: torch.dtype):
+    from kernels.matmul import matmul_kernel
+
+    M = N = K = 64 if QUICK else 512
+    BM = BN = BK = 32
+    a, b = randn(M, K, dtype=dtype), randn(K, N, dtype=dtype)
+    c = torch.empty(M, N, dtype=dtype)
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    with Timer() as timer:
+        matmul_kernel.fn[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                               c.stride(0), c.stride(1), INPUT_PRECISION="ieee" if dtype == torch.float32 else "tf32",
+                               BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8)
+    ref = a.double() @ b.double()
+    tol = 1e-3 if dtype == torch.float32 else 0.5
+    return timer, [c], max_err(c, ref), tol, grid[0], triton.cdiv(K, BK)
+
+
+def matmul():
+    return _matmul(torch.float32)
+
+
+def matmul_bf16():
+    return _matmul(torch.bfloat16)
+
+
+def softmax():
+    from kernels.softmax import softmax as run
+
+    x = randn(64, 100) if QUICK else randn(4096, 1000)
+    with Timer() as timer:
+        y = run(x)
+    return timer, [y], max_err(y, torch.softmax(x.double(), -1)), 1e-5, x.shape[0], 1
+
+
+def _rms_inputs(dtype: torch.dtype):
+    rows, cols = (64, 100) if QUICK else (4096, 1000)
+    x, w, dy = randn(rows, cols, dtype=dtype), (randn(cols) * 0.1 + 1).to(dtype), randn(rows, cols, dtype=dtype)
+    return x, w, dy
+
+
+def _rms_reference(x, w, dy, eps):
+    xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
+    y = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + eps) * wd
+    y.backward(dy.double())
+    return y.detach(), xd.grad, wd.grad
+
+
+def _rms(dtype: torch.dtype, forward: bool, backward: bool):
+    from liger_kernel.ops.rms_norm import rms_norm_backward, rms_norm_forward
+
+    eps = 1e-6
+    x, w, dy = _rms_inputs(dtype)
+    y_ref, dx_ref, dw_ref = _rms_reference(x, w, dy, eps)
+    timer = Timer()
+    if forward:
+        with timer:
+            y, xv, rstd, block, warps, mode = rms_norm_forward(x, w, eps, 0.0, "llama", None)
+    else:
+        y, xv, rstd, block, warps, mode = rms_norm_forward(x, w, eps, 0.0, "llama", None)
+    outs, errs = [y, rstd], [max_err(y, y_ref)]
+    if backward:
+        with timer:
+            dx, dw = rms_norm_backward(dy.clone(), xv, w, rstd, 0.0, mode, block, warps, False, None)
+        outs += [dx, dw]
+        errs += [max_err(dx, dx_ref), max_err(dw, dw_ref) / max(1.0, dw_ref.abs().max().item())]
+    tol = 1e-3 if dtype == torch.float32 else 0.25
+    rows = x.shape[0]
+    return timer, outs, max(errs), tol, rows if forward else 1, 1 if forward else rows
+
+
+def rms_norm_fwd():
+    return _rms(torch.float32, forward=True, backward=False)
+
+
+def rms_norm_bwd():
+    return _rms(torch.float32, forward=False, backward=True)
+
+
+def rms_norm_bf16():
+    return _rms(torch.bfloat16, forward=True, backward=True)
+
+
+def attention_causal():
+    from kernels.attention import attention
+
+    B, H, S, D = (1, 2, 128, 16) if QUICK else (2, 4, 512, 64)
+    q, k, v = randn(B, H, S, D), randn(B, H, S, D), randn(B, H, S, D)
+    with Timer() as timer:
+        o = attention(q, k, v, causal=True)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    return timer, [o], max_err(o, ref), 1e-4, triton.cdiv(S, 64) * B * H, "1..S/32 (pid-dependent)"
+
+
+def matmul_splitk():
+    from kernels.matmul_splitk import matmul_splitk as run
+
+    M = N = K = 64 if QUICK else 512
+    a, b = randn(M, K), randn(K, N)
+    with Timer() as timer:
+        c = run(a, b, SPLIT_K=4, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+    programs = triton.cdiv(M, 32) * triton.cdiv(N, 32) * 4
+    return timer, [c], max_err(c, a.double() @ b.double()), 1e-3, programs, triton.cdiv(K // 4, 32)
+
+
+@triton.jit
+def _column_sums_locked(x_ptr, partial_ptr, lock_ptr, count_ptr, n_cols, stride_x,
+                        GROUP: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Each row adds itself into its group's partial sum under the group's spin lock (as the layer-norm
+    tutorial's backward accumulates dW): atomic_cas acquires, atomic_xchg releases."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
+    group = row % GROUP
+    lock = lock_ptr + group
+    count = count_ptr + group
+    partial = partial_ptr + group * n_cols + cols
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    if tl.load(count) == 0:
+        tl.atomic_xchg(count, 1)
+    else:
+        x += tl.load(partial, mask=mask)
+    tl.store(partial, x, mask=mask)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock, 0)
+
+
+def spin_lock():
+    rows, cols, group = (64, 100, 8) if QUICK else (2048, 1000, 64)
+    x = randn(rows, cols)
+    partial = torch.empty(group, cols)
+    locks = torch.zeros(group, dtype=torch.int32)
+    counts = torch.zeros(group, dtype=torch.int32)
+    with Timer() as timer:
+        _column_sums_locked[(rows,)](x, partial, locks, counts, cols, x.stride(0), GROUP=group,
+                                     BLOCK_N=triton.next_power_of_2(cols))
+    ref = x.double().view(rows // group, group, cols).sum(0)
+    return timer, [partial, locks, counts], max_err(partial, ref), 1e-3, rows, 1
+
+
+WORKLOADS: dict[str, Callable] = {f.__name__: f for f in (
+    matmul, softmax, rms_norm_fwd, rms_norm_bwd, attention_causal, matmul_splitk, spin_lock, matmul_bf16,
+    rms_norm_bf16)}
+
+
+def main() -> int:
+    names = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if not names or any(name not in WORKLOADS for name in names):
+        print(f"usage: workloads.py NAME... [--quick]; NAME one of {', '.join(WORKLOADS)}", file=sys.stderr)
+        return 2
+    patches = sys.modules.get("tdebug.interpreter.patches")
+    for name in names:
+        GEN.manual_seed(1)  # the same inputs whether a workload runs alone or after others (--quick)
+        timer, outs, err, tol, programs, steps = WORKLOADS[name]()
+        record = {"workload": name, "launch_cpu": round(timer.cpu, 4), "launch_wall": round(timer.wall, 4),
+                  "err": err, "ok": bool(err <= tol), "digest": digest(*outs), "programs": programs,
+                  "steps": steps, "quick": QUICK, "triton": triton.__version__, "shims": SHIMS,
+                  "tdebug": bool(patches is not None and patches.STATE.installed),
+                  "tdebug_at": os.path.dirname(os.path.dirname(sys.modules["tdebug"].__file__))
+                  if "tdebug" in sys.modules else None}
+        print("TDEBUG_BENCH " + json.dumps(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

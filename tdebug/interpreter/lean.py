@@ -1,0 +1,100 @@
+"""Two memoisations in Triton's per-op interpreter path, with unchanged results: the language is patched once
+per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv and user
+helpers), and `_get_np_dtype` answers from a table instead of building a 19-entry dict on each call.
+
+Why the first is exact: Triton's `_patch_lang(fn)` swaps the builtins of the `tl` modules that fn's module
+can see for interpreted versions, and a device-function call (`InterpretedFunction.__call__`) runs it again
+and drops the scope it returns (its changes stay until the launch's own scope is restored). What it does
+depends on fn's module globals only, and nothing puts those names back before the launch ends, so a repeat
+for a module already patched in this launch re-sets attributes to equivalent values: it is skipped (the
+call gets an empty scope, which it drops anyway). The launch's own call, and every call outside a launch,
+run as before. tdebug's alias patch (aliases.py) wraps `_patch_lang` inside this one and is skipped with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .versions import patch
+
+
+@dataclass
+class _Launch:
+    """The module globals (by id) whose language is patched during the running launch."""
+
+    patched: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _State:
+    launch: _Launch | None = None  # None outside a launch: every _patch_lang call runs
+    device_call: bool = False  # set by InterpretedFunction.__call__ for the _patch_lang call it makes first
+
+
+_STATE = _State()
+
+
+def _open_launch(original):
+    def __call__(*args, **kwargs):
+        outer = _STATE.launch
+        _STATE.launch = _Launch()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _STATE.launch = outer
+
+    return __call__
+
+
+def _mark_device_call(original):
+    def __call__(*args, **kwargs):
+        _STATE.device_call = True
+        return original(*args, **kwargs)
+
+    return __call__
+
+
+def _once_per_launch(original):
+    from triton.runtime import interpreter
+
+    def _patch_lang(fn):
+        device_call, _STATE.device_call = _STATE.device_call, False
+        launch = _STATE.launch
+        if launch is None:
+            return original(fn)
+        key = id(fn.__globals__)
+        if device_call and key in launch.patched:
+            return interpreter._LangPatchScope()  # already patched in this launch; the caller drops it
+        scope = original(fn)
+        launch.patched.add(key)
+        return scope
+
+    return _patch_lang
+
+
+def _memo_np_dtype(original):
+    table: dict[tuple[type, str], Any] = {}
+
+    def _get_np_dtype(tt_dtype):
+        # Its answer depends on the type's class and name only (block types name their shape and element).
+        try:
+            key = (type(tt_dtype), tt_dtype.name)
+        except AttributeError:
+            return original(tt_dtype)
+        found = table.get(key)
+        if found is None:
+            found = table[key] = original(tt_dtype)
+        return found
+
+    return _get_np_dtype
+
+
+def install() -> None:
+    """After aliases.install: the once-per-launch check wraps the alias patch too."""
+    from triton.runtime import interpreter
+
+    patch(interpreter, "_get_np_dtype", _memo_np_dtype)
+    patch(interpreter.GridExecutor, "__call__", _open_launch)
+    patch(interpreter.InterpretedFunction, "__call__", _mark_device_call)
+    patch(interpreter, "_patch_lang", _once_per_launch)
