@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[0]).read_text())
     channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
     try:
-        return _run(job, channel)
+        return _run(job, channel, argv[0])
     except Exception as exc:  # noqa: BLE001 - whatever escaped the cases is tdebug's failure: one line, exit 3
         finding = exception_finding(exc)
         if finding.check != "internal":
@@ -64,7 +64,8 @@ def main(argv: list[str]) -> int:
         return 3
 
 
-def _run(job: dict, channel: Channel) -> int:
+def _setup(job: dict):
+    """Patch the interpreter (or pin autotuning on a GPU) and install the job's sanitizer; the sanitizer."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import patches as interpret
 
@@ -82,6 +83,38 @@ def _run(job: dict, channel: Channel) -> int:
         from .interpreter import limits
 
         limits.install(limits.Limits(**job["limits"]))  # after the sanitizer: checked before its shadows
+    return sanitizer
+
+
+def _follower(job: dict, sanitizer, folder: Path, home: int | None = None):
+    """Under the interpreter, a script's launches in threads and child processes: serialised, and followed."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    from .runtime.follow import Follower, serialise_launches
+
+    folder.mkdir(exist_ok=True)
+    settings = {key: job.get(key) for key in ("sanitize", "engine", "limits")}
+    follower = Follower(folder, sanitizer, settings, home=home)
+    follower.install()
+    serialise_launches()  # last: the outermost wrapper of a launch
+    return follower
+
+
+def follow_spawned() -> None:
+    """In a worker that multiprocessing spawned from a script under tdebug: the same interpreter patches and
+    sanitizer, its launches written for the script's process to collect (tdebug.runtime.follow)."""
+    from .runtime.follow import spawned_settings
+
+    settings = spawned_settings()
+    if settings is None:
+        return
+    sanitizer = _setup(settings)
+    _follower(settings, sanitizer, Path(settings["folder"]), home=-1)
+
+
+def _run(job: dict, channel: Channel, job_file: str) -> int:
+    sanitizer = _setup(job)
+    follower = _follower(job, sanitizer, Path(job_file + ".d")) if job["kind"] == "script" else None
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
     try:
@@ -112,7 +145,7 @@ def _run(job: dict, channel: Channel) -> int:
                 channel.send("fatal", message=str(e), usage=True)
                 return 2
         else:
-            run_script_job(job, channel, sanitizer)
+            run_script_job(job, channel, sanitizer, follower)
     finally:
         if debugger is not None:
             from .interpreter import breakpoints

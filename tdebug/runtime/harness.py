@@ -121,7 +121,9 @@ class _Child:
         # A script reads our standard input; a catalogue file's cases read nothing.
         stdin = None if interactive or job.get("kind") == "script" else subprocess.DEVNULL
         try:
-            self.proc = processes.start(cmd, interactive=interactive, temp=[self.job_path], env=env,
+            # JOB.json.d: the folder where a script's forked and spawned children write their launches
+            temp = [self.job_path, self.job_path + ".d"]
+            self.proc = processes.start(cmd, interactive=interactive, temp=temp, env=env,
                                         pass_fds=(write_fd,), stdin=stdin, stdout=out, stderr=out)
         except BaseException:
             os.close(read_fd)
@@ -162,7 +164,7 @@ class _Child:
             for thread in self._threads:
                 thread.join(timeout=5)
             self.events.close()
-            processes.remove([Path(self.job_path)])
+            processes.remove([Path(self.job_path), Path(self.job_path + ".d")])
         self.stdout, self.stderr = "".join(self._parts[0]), "".join(self._parts[1])
         self.captured = self.stdout + self.stderr
         return self.proc.returncode

@@ -323,8 +323,9 @@ def autotuned_launches(records) -> list[dict]:
     return list(seen.values())
 
 
-def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
-    """Run a script as __main__ (its arguments in job["argv"]); its exit code, exception and launches reported."""
+def run_script_job(job: dict, channel: Channel, sanitizer, follower=None) -> None:
+    """Run a script as __main__ (its arguments in job["argv"]); its exit code, exception and launches reported,
+    with those of the processes it forked or spawned (follower: tdebug.runtime.follow.Follower)."""
     from ..interpreter.patches import STATE
 
     target = job["target"]
@@ -358,8 +359,13 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
             exit_code = 1
             if cuda_context_lost(exc):
                 result["context_lost"] = True
+    if follower is not None and follower.away:  # a forked child left the script's code: its launches are written
+        exit_now(exit_code)
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+    followed = follower.collect() if follower is not None else None
+    if followed is not None:
+        result["findings"] += followed.findings
     faults = take_faults()
     if faults and not any(f["check"] == "internal" for f in result["findings"]):
         internal = internal_finding(faults[0])  # raised in tdebug's patches, caught by the script
@@ -367,7 +373,7 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         result["error"] = internal.message
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
-    result["launch_count"] = len(STATE.launches)
+    result["launch_count"] = len(STATE.launches) + (followed.launches if followed is not None else 0)
     result["launches"] = autotuned_launches(STATE.launches)
     checks = {f["check"] for f in result["findings"]}
     if result.get("status") == "quit":
