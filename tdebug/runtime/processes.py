@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-GRACE = 0.5  # seconds a group gets between SIGTERM and SIGKILL
+GRACE = 1.0  # seconds a group gets between SIGTERM and SIGKILL (a nested `tdebug` cleans up in about 0.3 s)
 
 _LIVE: dict[subprocess.Popen, tuple[Path, ...]] = {}  # each live child and the temporary files it was given
 _LOCK = threading.Lock()
@@ -42,6 +42,15 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
             proc.send_signal(signum)  # an interactive child shares our group: the child alone
 
 
+def _group_alive(proc: subprocess.Popen) -> bool:
+    """Whether the child's process group still has a member (False for an interactive child: no group)."""
+    try:
+        os.killpg(proc.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 def end(procs: subprocess.Popen | Iterable[subprocess.Popen], grace: float = GRACE) -> None:
     """End each process's whole group (SIGTERM, then SIGKILL after `grace` seconds) and reap it."""
     procs = [procs] if isinstance(procs, subprocess.Popen) else list(procs)
@@ -51,6 +60,8 @@ def end(procs: subprocess.Popen | Iterable[subprocess.Popen], grace: float = GRA
     for proc in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        while _group_alive(proc) and time.monotonic() < deadline:
+            time.sleep(0.02)  # what the leader started (a nested tdebug, say) gets the grace too
     for proc in procs:
         _signal_group(proc, signal.SIGKILL)  # also whatever its group still holds after the leader left
         with contextlib.suppress(subprocess.TimeoutExpired):

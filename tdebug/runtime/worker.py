@@ -308,6 +308,15 @@ def _script_exit(exc: SystemExit, result: dict) -> int:
     return code
 
 
+def script_frame(exc: BaseException, target: str) -> tuple[str, int]:
+    """The innermost frame of the script's own file in an exception's traceback (('', 0) if none)."""
+    path = str(Path(target).resolve())
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        if fs.filename == path or fs.filename == target:
+            return fs.filename, fs.lineno or 0
+    return "", 0
+
+
 def autotuned_launches(records) -> list[dict]:
     """The launches of autotuned kernels, once per (kernel, grid, config, surviving configs), with a count:
     a script may launch a kernel thousands of times."""
@@ -348,10 +357,15 @@ def run_script_job(job: dict, channel: Channel, sanitizer, follower=None) -> Non
     except SystemExit as exc:
         exit_code = _script_exit(exc, result)
     except BaseException as exc:  # noqa: BLE001 - reported
-        if isinstance(exc, KeyboardInterrupt):
-            raise
         if quit_debugger(exc):
             result["status"] = "quit"
+        elif isinstance(exc, KeyboardInterrupt):  # the script's own (tdebug stops this process with SIGTERM)
+            where = script_frame(exc, target)
+            message = "the script raised KeyboardInterrupt (its own, or signal.raise_signal(SIGINT))"
+            result["findings"].append(Finding(check="exception", message=message, file=where[0],
+                                              line=where[1]).to_dict())
+            result["error"] = message
+            exit_code = 1
         else:
             finding = exception_finding(exc)
             result["findings"].append(finding.to_dict())

@@ -58,15 +58,23 @@ def _job_files(pids: set[int]) -> list[Path]:
     return files
 
 
+WORDS = {130: "tdebug: interrupted", 143: "tdebug: terminated", 129: "tdebug: hung up (SIGHUP)"}
+NESTED = ROOT / "tests" / "cpu" / "data" / "nested_run.py"
+
+
 @pytest.mark.parametrize("command, signum, code", [
     (["run"], signal.SIGINT, 130),
     (["run"], signal.SIGTERM, 143),
+    (["run"], signal.SIGHUP, 129),
+    pytest.param(["run", "nested"], signal.SIGTERM, 143, marks=pytest.mark.slow),
     pytest.param(["sanitize"], signal.SIGINT, 130, marks=pytest.mark.slow),
     pytest.param(["viz"], signal.SIGTERM, 143, marks=pytest.mark.slow),
 ])
 def test_a_signal_ends_tdebug_and_its_whole_tree(command, signum, code):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "tdebug", *command, str(LOOP), "--timeout", "600"], cwd=ROOT,
+    target = NESTED if "nested" in command else LOOP  # a nested tdebug gets the time to clean up after itself
+    command = command[:1]
+    proc = subprocess.Popen([sys.executable, "-m", "tdebug", *command, str(target), "--timeout", "600"], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -84,7 +92,8 @@ def test_a_signal_ends_tdebug_and_its_whole_tree(command, signum, code):
         assert proc.wait(timeout=5) == code
         assert time.monotonic() - started < 5
         _, err = proc.communicate(timeout=5)
-        assert err.strip().splitlines() == ["tdebug: interrupted" if code == 130 else "tdebug: terminated"], err
+        lines = err.strip().splitlines()
+        assert lines == [WORDS[code]] * (2 if target == NESTED else 1), err  # a nested tdebug says its own
         deadline = time.monotonic() + 2
         while any(_alive(p) for p in tree) and time.monotonic() < deadline:
             time.sleep(0.05)
