@@ -13,7 +13,7 @@ import time
 
 from ..runtime import processes
 
-GRACE = 1.5  # seconds the main thread gets to clean up before the watchdog ends the process itself
+GRACE = processes.GRACE + 1.0  # seconds the main thread gets to clean up before the watchdog ends the process
 
 
 class Terminated(KeyboardInterrupt):

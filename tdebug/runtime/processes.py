@@ -17,6 +17,9 @@ from pathlib import Path
 GRACE = 1.0  # seconds a group gets between SIGTERM and SIGKILL (a nested `tdebug` cleans up in about 0.3 s)
 
 _LIVE: dict[subprocess.Popen, tuple[Path, ...]] = {}  # each live child and the temporary files it was given
+# The temporary files of every child started: a stop removes them even when the child was ended (and left
+# _LIVE) just before, while its owner had not yet removed them.
+_TEMP: dict[subprocess.Popen, tuple[Path, ...]] = {}
 _LOCK = threading.Lock()
 _STOPPING = threading.Event()
 debugger = threading.Event()  # set while an interactive child (the debugger) owns the terminal and Ctrl-C
@@ -30,7 +33,7 @@ def start(cmd: list[str], interactive: bool = False, temp: Iterable[Path | str] 
         if _STOPPING.is_set():  # tdebug is stopping: no new child (a thread of bugs matrix, say)
             raise KeyboardInterrupt
         proc = subprocess.Popen(cmd, start_new_session=not interactive, **popen_args)
-        _LIVE[proc] = tuple(Path(p) for p in temp)
+        _LIVE[proc] = _TEMP[proc] = tuple(Path(p) for p in temp)
     return proc
 
 
@@ -82,6 +85,12 @@ def reap(proc: subprocess.Popen, timeout: float | None) -> int | None:
 
 
 def remove(paths: Iterable[Path]) -> None:
+    """Remove files and folders made for a child (they are then no longer stop_all's to remove)."""
+    paths = [Path(p) for p in paths]
+    with _LOCK:
+        for proc, temp in list(_TEMP.items()):
+            if set(temp) <= set(paths):
+                del _TEMP[proc]
     for path in paths:
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
@@ -96,7 +105,9 @@ def stop_all() -> None:
         _STOPPING.set()
         live = dict(_LIVE)
     end(live)
-    for temp in live.values():
+    with _LOCK:
+        temps = list(_TEMP.values())
+    for temp in temps:
         remove(temp)
 
 
