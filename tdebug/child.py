@@ -49,10 +49,31 @@ def _end_with_parent() -> None:
         os._exit(1)
 
 
+def _result_fd() -> int:
+    """The result pipe's fd, moved out of the way of a script that closes the fds it thinks it owns
+    (os.closerange(3, 256)): high, and close-on-exec (a program the script runs does not hold it open)."""
+    import fcntl
+    import resource
+
+    fd = int(os.environ.pop("TDEBUG_RESULT_FD"))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    high = min(soft if soft != resource.RLIM_INFINITY else 4096, 4096) - 8
+    if high <= fd:
+        return fd
+    try:
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, high)
+    except OSError:
+        return fd
+    os.close(fd)
+    return moved
+
+
 def main(argv: list[str]) -> int:
     _end_with_parent()
     job = json.loads(Path(argv[0]).read_text())
-    channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
+    channel = Channel(_result_fd())
+    if job.get("kind") == "spec":  # a catalogue file may import modules of the folder tdebug runs in: last
+        sys.path.append(os.getcwd())
     try:
         return _run(job, channel, argv[0])
     except Exception as exc:  # noqa: BLE001 - whatever escaped the cases is tdebug's failure: one line, exit 3

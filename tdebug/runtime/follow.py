@@ -18,6 +18,9 @@ from ..report import Finding
 
 ENV = "TDEBUG_FOLLOW"  # JSON: the folder and the sanitizer's settings, for a spawned worker (tdebug.child.follow)
 _LAUNCH_LOCK = threading.RLock()
+# Prefixed to a spawned worker's `python -c` code: tdebug's own, not a user's tdebug.py in the working folder.
+SPAWNED = ("import sys; first = sys.path.pop(0) if sys.path[:1] == [''] else None; import tdebug.child; "
+           "tdebug.child.follow_spawned(); first is None or sys.path.insert(0, first); ")
 
 
 def serialise_launches() -> None:
@@ -106,7 +109,7 @@ class Follower:
             cmd = list(original(**kwds))
             if "-c" in cmd:
                 at = cmd.index("-c") + 1
-                cmd[at] = "import tdebug.child; tdebug.child.follow_spawned(); " + cmd[at]
+                cmd[at] = SPAWNED + cmd[at]
             return cmd
 
         spawn.get_command_line = get_command_line

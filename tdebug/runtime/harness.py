@@ -116,7 +116,7 @@ class _Child:
         env["TDEBUG_RESULT_FD"] = str(write_fd)
         if not wrapper:  # the child dies with us (tdebug.child); under a wrapper its parent is the wrapper
             env["TDEBUG_PARENT_PID"] = str(os.getpid())
-        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_path]
+        cmd = (wrapper or []) + processes.python_module("tdebug.child") + [self.job_path]
         out = subprocess.PIPE if capture else None
         # A script reads our standard input; a catalogue file's cases read nothing.
         stdin = None if interactive or job.get("kind") == "script" else subprocess.DEVNULL

@@ -37,6 +37,14 @@ def start(cmd: list[str], interactive: bool = False, temp: Iterable[Path | str] 
     return proc
 
 
+def python_module(module: str) -> list[str]:
+    """`python -m module` without the working directory on sys.path (Python 3.11's -P, for 3.10 too): a user's
+    file named tdebug.py, torch.py, ... in the folder tdebug runs in is not imported in its place."""
+    code = ("import sys, runpy; sys.path[:1] = [] if sys.path[:1] == [''] else sys.path[:1]; "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-c", code]
+
+
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:
     try:
         os.killpg(proc.pid, signum)  # the child leads its own group: it and everything it started

@@ -38,6 +38,10 @@ class Channel:
             self._file.flush()
         except BrokenPipeError:  # the parent is gone (killed, timed out): nobody to report to
             os._exit(1)
+        except OSError as e:  # the script closed the pipe's fd (os.closerange over every fd)
+            os.write(2, f"tdebug: the script closed tdebug's result pipe ({e.strerror}); its results are lost\n"
+                     .encode())
+            os._exit(3)
 
 
 def root_cause(exc: BaseException) -> BaseException:

@@ -16,8 +16,10 @@ WORKERS = ROOT / "tests" / "cpu" / "data" / "workers.py"
 
 def tdebug(*args: str, cwd: Path = ROOT, env: dict | None = None, stdin: str = "",
            timeout: float = 300) -> subprocess.CompletedProcess:
+    """The `tdebug` console script as a user runs it (`python -m tdebug` would import a ./tdebug.py itself)."""
     full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tdebug", *args], cwd=cwd, input=stdin, capture_output=True,
+    command = [str(Path(sys.executable).with_name("tdebug"))]
+    return subprocess.run([*command, *args], cwd=cwd, input=stdin, capture_output=True,
                           text=True, env=full, timeout=timeout)
 
 
@@ -58,3 +60,26 @@ def test_a_forked_childs_launches_fail_its_test_under_pytest(tmp_path):
     assert p.returncode == 1, out
     assert "1 failed, 1 passed" in out, out
     assert "FAILED test_forks.py::test_forked_bad" in out and "(in child process" in out, out
+
+
+# --- the child's environment is tdebug's ---
+CLOSES_FDS = """import os, sys
+sys.path.insert(0, {data!r})
+from workers import add
+assert add() < 1e-5
+os.closerange(3, 256)
+print("closed")
+"""
+
+
+def test_a_user_tdebug_py_in_the_working_folder_and_closed_fds_do_not_break_the_worker(tmp_path):
+    (tmp_path / "tdebug.py").write_text("raise SystemExit('the user tdebug.py was imported')\n")
+    (tmp_path / "helper_mod.py").write_text("VALUE = 41\n")  # the script's own imports still work
+    script = tmp_path / "closes_fds.py"
+    script.write_text("import helper_mod\nassert helper_mod.VALUE == 41\n"
+                      + CLOSES_FDS.format(data=str(WORKERS.parent)))
+    p = tdebug("sanitize", script.name, cwd=tmp_path)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "closed" in p.stdout and ": clean (1 case(s)" in out, out
+    assert "Traceback" not in out and "user tdebug.py" not in out, out
