@@ -68,8 +68,45 @@ def _result_fd() -> int:
     return moved
 
 
+MEMORY_ENV = "TDEBUG_MEMORY_LIMIT"  # MiB the worker may allocate (0: no cap); default 3/4 of the machine's memory
+
+
+def memory_cap() -> int | None:
+    """The worker's cap on its data (bytes), or None: TDEBUG_MEMORY_LIMIT (MiB), else 3/4 of physical memory."""
+    text = os.environ.get(MEMORY_ENV, "").strip()
+    if text:
+        try:
+            mib = int(text)
+        except ValueError:
+            return None
+        return mib << 20 if mib > 0 else None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return total * 3 // 4
+
+
+def _cap_memory() -> None:
+    """A runaway kernel or script fails with MemoryError instead of bringing in the machine's OOM killer."""
+    import resource
+
+    cap = memory_cap()
+    if cap is None or not hasattr(resource, "RLIMIT_DATA"):
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft == resource.RLIM_INFINITY or cap < soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        except (ValueError, OSError):
+            return
+
+
 def main(argv: list[str]) -> int:
     _end_with_parent()
+    _cap_memory()
     job = json.loads(Path(argv[0]).read_text())
     channel = Channel(_result_fd())
     if job.get("kind") == "spec":  # a catalogue file may import modules of the folder tdebug runs in: last

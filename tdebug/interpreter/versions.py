@@ -132,6 +132,7 @@ _TABLE = [
     Internal("GridExecutor", "_restore_args_dev", ("self", "args_dev", "args_hst", "kwargs", "kwargs_hst")),
     Internal("GridExecutor", "__call__", ("self",)),
     Internal("InterpretedFunction", "run", ("self", "warmup")),  # tdebug viz: one traced launch
+    Internal("InterpretedFunction", "__call__", ("self",)),  # a device function's call (recursion.py)
     # Language patching per launch; 3.6's tl.tensor.__index__ breaks under numpy >= 2.4 (fixed in 3.7).
     Internal("triton.runtime.interpreter", "_patch_lang_tensor", ("tensor", "scope"), until=(3, 7)),
     # @triton.autotune: one pinned config instead of benchmarking on a GPU.

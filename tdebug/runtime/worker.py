@@ -68,6 +68,8 @@ def exception_finding(exc: BaseException) -> Finding:
 
     cause = root_cause(exc)
     reason = unsupported_reason(cause)
+    if out_of_memory(cause) and reason is None:
+        return memory_finding(cause, raised_in_tdebug(cause))
     if reason is None and raised_in_tdebug(cause):
         return internal_finding(cause)
     if isinstance(cause, LaunchTooLarge):
@@ -85,6 +87,28 @@ def exception_finding(exc: BaseException) -> Finding:
     if reason is not None:
         return Finding(check="unsupported", message=reason, file=file, line=line)
     return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, or torch's allocator refusing (a RuntimeError on the CPU, OutOfMemoryError on a GPU)."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
+        isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
+
+
+def memory_finding(exc: BaseException, in_tdebug: bool) -> Finding:
+    """Out of memory: tdebug's own allocation (its shadows of the launch's tensors) is a run it could not do
+    (exit 3); the script's or kernel's is its exception. The worker's cap is TDEBUG_MEMORY_LIMIT (MiB)."""
+    cap = "the worker's memory cap (TDEBUG_MEMORY_LIMIT=MiB raises it, 0 lifts it) or the machine's memory"
+    if in_tdebug:
+        return Finding(check="not-checked", message=f"tdebug ran out of memory for its checks ({cap}): nothing "
+                       "after this point was checked")
+    file, line = "", 0
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        if not fs.filename.startswith("<"):
+            file, line = fs.filename, fs.lineno or 0
+            break
+    return Finding(check="exception", message=f"{type(exc).__name__}: the program ran out of memory ({cap})",
+                   file=file, line=line)
 
 
 def internal_finding(exc: BaseException) -> Finding:

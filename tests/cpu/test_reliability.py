@@ -83,3 +83,60 @@ def test_a_user_tdebug_py_in_the_working_folder_and_closed_fds_do_not_break_the_
     assert p.returncode == 0, out
     assert "closed" in p.stdout and ": clean (1 case(s)" in out, out
     assert "Traceback" not in out and "user tdebug.py" not in out, out
+
+
+# --- memory: a cap on the worker, runaway recursion, tdebug's own allocations ---
+RECURSES = """import torch, triton, triton.language as tl
+
+@triton.jit
+def helper(x):
+    return helper(x + 1)
+
+@triton.jit
+def kernel(x_ptr):
+    tl.store(x_ptr, helper(tl.load(x_ptr)))
+
+kernel[(1,)](torch.randn(4))
+"""
+
+
+def test_a_jit_helper_that_recurses_without_end_is_a_recursion_error_at_once(tmp_path):
+    script = tmp_path / "recurses.py"
+    script.write_text(RECURSES)
+    p = tdebug("run", str(script), timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "recurses.py:5: exception: JitRecursionError: @triton.jit function helper is 64 calls deep" in out, out
+    assert "out-of-bounds" not in out and "Traceback" not in out, out
+
+
+def test_the_worker_runs_under_a_memory_cap(tmp_path):
+    script = tmp_path / "big.py"
+    script.write_text("import resource, torch\nprint('cap', resource.getrlimit(resource.RLIMIT_DATA)[0] >> 20)\n"
+                      "torch.empty(8 << 30, dtype=torch.uint8).fill_(1)\n")
+    p = tdebug("run", str(script), env={"TDEBUG_MEMORY_LIMIT": "3000"}, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "cap 3000" in out and "big.py:3: exception: RuntimeError: the program ran out of memory" in out, out
+    from tdebug.child import memory_cap
+
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert memory_cap() == total * 3 // 4 or os.environ.get("TDEBUG_MEMORY_LIMIT")
+
+
+def test_tdebugs_own_allocation_failing_is_could_not_run_and_the_scripts_is_its_exception():
+    import tdebug.sanitize.memory as shadow_module
+    from tdebug.runtime.worker import EXCEPTION_STATUS, exception_finding
+
+    def raise_in(filename: str) -> BaseException:
+        try:
+            exec(compile("raise MemoryError()", filename, "exec"))
+        except MemoryError as exc:
+            return exc
+        raise AssertionError("no MemoryError")
+
+    ours = exception_finding(raise_in(shadow_module.__file__))
+    assert ours.check == "not-checked" and "tdebug ran out of memory" in ours.message
+    assert EXCEPTION_STATUS[ours.check] == "not-checked"  # exit 3: tdebug could not do the job
+    theirs = exception_finding(raise_in("/tmp/user_script.py"))
+    assert theirs.check == "exception" and theirs.file == "/tmp/user_script.py", theirs
