@@ -209,6 +209,15 @@ def _run(job: dict, channel: Channel, job_file: str) -> int:
             from .interpreter import breakpoints
 
             breakpoints.stop(debugger)
+    if debugger is not None:
+        from .interpreter import breakpoints
+        from .interpreter.patches import STATE
+
+        why = breakpoints.never_ran(tuple(job["pid"]) if job.get("pid") is not None else None,
+                                    [r.grid for r in STATE.launches if r.grid])
+        if why:
+            channel.send("fatal", message=why, usage=True)
+            return 2
     channel.send("done")
     return 0
 

@@ -130,6 +130,9 @@ def _report(result: TraceResult, target: str, out_dir: Path) -> int:
     if problem:
         click.echo(f"tdebug viz: {problem} (the pictures show what ran until then)", err=True)
         return 3 if result.info.get("internal") else 1
+    if result.errors or any(launch.stray_lanes or any(t.problems() for t in launch.tensors)
+                            for launch in result.launches):
+        return 1  # what the summary calls a PROBLEM (or WRONG VALUES) is a finding: exit 1, as in sanitize
     return 0
 
 

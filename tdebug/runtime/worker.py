@@ -278,8 +278,9 @@ def plan_job_cases(job: dict, spec) -> list[Case]:
             raise PlanError(f"--config {c.config}: {spec.name} has {n_configs} autotune configs (0..{n_configs - 1})"
                             if n_configs else f"--config: {spec.name} is not autotuned")
         if c.variant not in spec.variants:
-            raise PlanError(f"--variant {c.variant!r}: {spec.name} has variants "
-                            + ", ".join(repr(v) for v in spec.variants))
+            named = [v for v in spec.variants if v]
+            raise PlanError(f"--variant {c.variant!r}: {spec.name} has variants " + ", ".join(map(repr, named))
+                            if named else f"--variant {c.variant!r}: {spec.name} has no variants (leave --variant out)")
     return cases
 
 
