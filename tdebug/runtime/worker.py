@@ -131,6 +131,13 @@ EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "int
                     "not-checked": "not-checked"}
 
 
+def _snapshot(inputs) -> list:
+    """Copies of the tensor inputs (others as they are), taken before the launch."""
+    import torch
+
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
 def _float64(x):
     import torch
 
@@ -195,6 +202,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             inputs = guards.wrap_inputs(spec.launch, inputs)
         if sanitizer is not None:
             sanitizer.begin_case()
+        before = _snapshot(inputs)  # the reference sees the inputs as they were: a kernel may work in place
         with poisoned_empty() if _poison_outputs() else _null(), guards.outputs() if guards else _null():
             out = spec.launch(*inputs)
         if case.device == "cuda":
@@ -228,7 +236,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
         result["status"] = "fail" if result["findings"] else "pass"  # outputs are not computed: no comparison
         result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
-    ref = spec.reference(*[_float64(x) for x in inputs])
+    ref = spec.reference(*[_float64(x) for x in before])
     tol = spec.tolerances.get(case.dtype) or TOLERANCES.get(case.dtype)
     comps = compare_outputs(out, ref, tol)
     result["comparisons"] = [c.__dict__ for c in comps]

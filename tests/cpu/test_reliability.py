@@ -140,3 +140,36 @@ def test_tdebugs_own_allocation_failing_is_could_not_run_and_the_scripts_is_its_
     assert EXCEPTION_STATUS[ours.check] == "not-checked"  # exit 3: tdebug could not do the job
     theirs = exception_finding(raise_in("/tmp/user_script.py"))
     assert theirs.check == "exception" and theirs.file == "/tmp/user_script.py", theirs
+
+
+# --- verdicts and claims ---
+INPLACE = ROOT / "tests" / "cpu" / "data" / "inplace_add_one.py"
+
+
+def test_check_of_an_in_place_kernel_compares_with_the_inputs_before_the_launch():
+    p = tdebug("check", str(INPLACE))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "6 passed, 0 failed" in p.stdout, p.stdout
+
+
+def test_a_variant_on_a_kernel_without_variants_and_a_program_outside_the_grid_are_usage_errors():
+    p = tdebug("run", str(INPLACE), "--variant", "causal")
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "tdebug: error: --variant 'causal': add_one_ has no variants (leave --variant out)"], p.stderr
+    p = tdebug("run", str(INPLACE), "--shape", "200", "--break", "--pid", "3", stdin="c\n" * 5)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith("tdebug: error: program (3) never ran: the grid was 2x1x1"), \
+        p.stderr
+
+
+def test_sanitize_dash_dash_pytest_runs_the_suite_under_the_sanitizer(tmp_path):
+    test = tmp_path / "test_kernel.py"
+    test.write_text(f"import sys\nsys.path.insert(0, {str(WORKERS.parent)!r})\nfrom workers import add\n\n"
+                    "def test_clean():\n    assert add() < 1e-5\n\n"
+                    "def test_out_of_bounds():\n    add(masked=False)\n")
+    p = tdebug("sanitize", "--", "pytest", "-q", "-p", "no:cacheprovider", str(test), cwd=tmp_path)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "1 failed, 1 passed" in out and "bounds" in out, out
+    p = tdebug("sanitize", "--", "pytest", "-q", "-p", "no:cacheprovider", str(test), "-k", "nothing", cwd=tmp_path)
+    assert p.returncode == 2 and "nothing was sanitized" in p.stderr, p.stdout + p.stderr
