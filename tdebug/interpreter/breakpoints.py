@@ -153,12 +153,32 @@ def never_ran(pid: tuple[int, ...] | None, grids: list[tuple[int, ...]]) -> str:
             " (--pid takes a program inside the launch's grid; the debugger never stopped)")
 
 
+def _quiet(dbg) -> None:
+    """pdb++: no colour codes into a pipe or a file, and tdebug's own frames hidden from `where` (`hf_unhide`
+    shows them), as pytest's are."""
+    import os
+
+    config = getattr(dbg, "config", None)
+    if config is not None and not sys.stdout.isatty() and "PDBPP_COLORS" not in os.environ:
+        config.highlight = config.use_pygments = False
+    hidden = getattr(dbg, "_is_hidden", None)
+    if hidden is None:
+        return
+    package = str(Path(__file__).resolve().parent.parent) + os.sep
+
+    def _is_hidden(frame) -> bool:
+        return frame.f_code.co_filename.startswith(package) or hidden(frame)
+
+    dbg._is_hidden = _is_hidden
+
+
 def start(targets: list[tuple[KernelInfo, int]], pid: tuple[int, ...] | None):
     """Arm pdb++ with the breakpoints and start tracing. Returns the debugger; call stop(dbg) after."""
     import pdb  # pdb++ when installed: it replaces the standard module
 
     builtins.__tdebug_pid_matches__ = lambda: _pid_matches(pid)
     dbg = pdb.Pdb()
+    _quiet(dbg)
     cond = "__tdebug_pid_matches__()"  # also counts how often the line ran (never_ran)
     for kernel, line in targets:
         err = dbg.set_break(kernel.file, line, cond=cond)

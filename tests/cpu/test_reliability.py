@@ -173,3 +173,16 @@ def test_sanitize_dash_dash_pytest_runs_the_suite_under_the_sanitizer(tmp_path):
     assert "1 failed, 1 passed" in out and "bounds" in out, out
     p = tdebug("sanitize", "--", "pytest", "-q", "-p", "no:cacheprovider", str(test), "-k", "nothing", cwd=tmp_path)
     assert p.returncode == 2 and "nothing was sanitized" in p.stderr, p.stdout + p.stderr
+
+
+# --- ergonomics in the debugger ---
+def test_the_debugger_in_a_pipe_has_no_colour_codes_hides_tdebugs_frames_and_follows_the_header():
+    p = tdebug("run", "kernels/add.py", "--shape", "300", "--break", "--pid", "1", stdin="where\n" + "c\n" * 5)
+    out = p.stdout
+    assert p.returncode == 0, out + p.stderr
+    assert "\x1b[" not in out + p.stderr, out
+    assert "(Pdb++)" in out or "(Pdb)" in out, out
+    assert "add: interpret mode, seed" in out and out.index("add: interpret mode") < out.index("(Pdb"), out
+    where = out.split("where", 1)[-1] if "where" in out else out
+    assert "tdebug/child.py" not in where and "tdebug/runtime/worker.py" not in where, where
+    assert "kernels/add.py(40)add()" in out, out
