@@ -206,7 +206,10 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     rows = []
     any_found = incomplete = False
     nothing_checked: list[str] = []  # targets that ran no case, or a script that launched no Triton kernel
-    for path, kind in targets:
+    for number, (path, kind) in enumerate(targets, 1):
+        if len(targets) > 1:  # the whole catalogue takes minutes: say where it is (stderr; the table is stdout)
+            click.echo(f"tdebug sanitize: [{number}/{len(targets)}] {Path(path).parent.name}/{Path(path).name}",
+                       err=True)
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
                            max_findings=0, engine=job_engine, argv=list(script_args), single=shape is not None,
                            shape=shape, dtype=dtype, layout=layout, config=config)
