@@ -107,7 +107,7 @@ class EventPipe:
 
 class _Child:
     def __init__(self, job: dict, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
-                 wrapper: list[str] | None, tee: bool = False) -> None:
+                 wrapper: list[str] | None, tee: bool = False, stdin=None) -> None:
         fd, self.job_path = tempfile.mkstemp(prefix="tdebug-job-", suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump(job, f)
@@ -119,7 +119,8 @@ class _Child:
         cmd = (wrapper or []) + processes.python_module("tdebug.child") + [self.job_path]
         out = subprocess.PIPE if capture else None
         # A script reads our standard input; a catalogue file's cases read nothing.
-        stdin = None if interactive or job.get("kind") == "script" else subprocess.DEVNULL
+        if stdin is None:  # stdin given: what a script re-run per autotune config reads (tdebug.runtime.stdin)
+            stdin = None if interactive or job.get("kind") == "script" else subprocess.DEVNULL
         try:
             # JOB.json.d: the folder where a script's forked and spawned children write their launches
             temp = [self.job_path, self.job_path + ".d"]
@@ -207,7 +208,8 @@ def _death(job: dict, code: int, label: str, mode: str, launched: bool) -> tuple
 
 def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
             capture: bool = False, on_event: Callable[[str, dict], None] | None = None,
-            env_extra: dict | None = None, wrapper: list[str] | None = None, tee: bool = False) -> JobResult:
+            env_extra: dict | None = None, wrapper: list[str] | None = None, tee: bool = False,
+            stdin=None) -> JobResult:
     """Run a worker job to completion, restarting the child after a crash or hang.
 
     timeout: seconds allowed for one case (None: no limit, as when a person is in the debugger).
@@ -222,7 +224,7 @@ def run_job(job: dict, mode: str = "interpret", timeout: float | None = 120.0, i
     target = job.get("target", "")
     exit_wait = EXIT_WAIT if timeout is None else min(timeout, EXIT_WAIT)
     while True:
-        child = _Child({**job, "start": start}, mode, interactive, capture, env_extra, wrapper, tee)
+        child = _Child({**job, "start": start}, mode, interactive, capture, env_extra, wrapper, tee, stdin)
         in_flight: int | None = None
         launched = False  # a Triton launch had started in the case in flight
         context_lost: int | None = None

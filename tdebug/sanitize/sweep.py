@@ -16,6 +16,7 @@ from pathlib import Path
 from ..report import Finding
 from ..runtime.harness import run_job
 from ..runtime.results import JobResult
+from ..runtime.stdin import ReplayedStdin
 from .unwritten import grid_text
 
 
@@ -77,18 +78,23 @@ def grid_notes(results: list[JobResult]) -> list[Finding]:
 def sanitize_script(job: dict, timeout: float | None = 120.0,
                     progress: Callable[[str], None] | None = None) -> JobResult:
     """Sanitize a script under every surviving autotune config (or the one job['config'] names)."""
-    first = run_job({**job, "config_rank": 0}, mode="interpret", timeout=timeout)
-    if first.fatal or job.get("config") is not None:
-        _label(first, job)
-        return first
-    results = [first]
-    runs = runs_needed(first)
-    name = Path(job["target"]).name
-    for rank in range(1, runs):
-        if progress is not None:
-            progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
-                     f"{rank_label(first, rank)})")
-        results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout))
+    replay = ReplayedStdin()  # every run reads the same standard input
+    try:
+        first = run_job({**job, "config_rank": 0}, mode="interpret", timeout=timeout, stdin=replay.stdin())
+        if first.fatal or job.get("config") is not None:
+            _label(first, job)
+            return first
+        results = [first]
+        runs = runs_needed(first)
+        name = Path(job["target"]).name
+        for rank in range(1, runs):
+            if progress is not None:
+                progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
+                         f"{rank_label(first, rank)})")
+            results.append(run_job({**job, "config_rank": rank}, mode="interpret", timeout=timeout,
+                                   stdin=replay.stdin()))
+    finally:
+        replay.close()
     combined = JobResult(kernel=first.kernel)
     for result in results:
         _label(result, job)

@@ -186,3 +186,10 @@ def test_the_debugger_in_a_pipe_has_no_colour_codes_hides_tdebugs_frames_and_fol
     where = out.split("where", 1)[-1] if "where" in out else out
     assert "tdebug/child.py" not in where and "tdebug/runtime/worker.py" not in where, where
     assert "kernels/add.py(40)add()" in out, out
+
+
+def test_a_script_run_once_per_autotune_config_reads_the_same_stdin_each_time():
+    p = tdebug("sanitize", str(ROOT / "tests" / "cpu" / "data" / "autotuned_reads_stdin.py"), stdin="300\n")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert p.stdout.count("n = 300") == 2 and "run 2 of 2" in out, out
