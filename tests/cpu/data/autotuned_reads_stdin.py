@@ -1,6 +1,11 @@
 """An autotuned kernel (two configs) on a size read from standard input: sanitize runs it once per config."""
 
-import sys, torch, triton, triton.language as tl
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
 
 @triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])
 @triton.jit
