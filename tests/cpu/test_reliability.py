@@ -162,6 +162,12 @@ def test_a_variant_on_a_kernel_without_variants_and_a_program_outside_the_grid_a
         p.stderr
 
 
+def test_viz_of_a_program_outside_the_grid_is_a_usage_error(tmp_path):
+    p = tdebug("viz", str(INPLACE), "--shape", "200", "--pid", "999", "--out", str(tmp_path / "pics"))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "never ran: the grid was 2x1x1" in p.stderr and not (tmp_path / "pics").exists(), p.stderr
+
+
 def test_sanitize_dash_dash_pytest_runs_the_suite_under_the_sanitizer(tmp_path):
     test = tmp_path / "test_kernel.py"
     test.write_text(f"import sys\nsys.path.insert(0, {str(WORKERS.parent)!r})\nfrom workers import add\n\n"
