@@ -120,6 +120,8 @@ def main(argv: list[str]) -> int:
             finding.message = f"tdebug could not finish the job: {finding.message}{where}"
         channel.send("fatal", message=finding.message, usage=False)
         return 3
+    finally:
+        channel.close()
 
 
 def _setup(job: dict):

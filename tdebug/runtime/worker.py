@@ -43,6 +43,14 @@ class Channel:
                      .encode())
             os._exit(3)
 
+    def close(self) -> None:
+        """At the worker's end: closed, not left to the garbage collector (a ResourceWarning, an error under
+        PYTHONWARNINGS=error)."""
+        try:
+            self._file.close()
+        except OSError:
+            pass
+
 
 def root_cause(exc: BaseException) -> BaseException:
     seen = 0

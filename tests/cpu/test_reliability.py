@@ -199,3 +199,10 @@ def test_a_script_run_once_per_autotune_config_reads_the_same_stdin_each_time():
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert p.stdout.count("n = 300") == 2 and "run 2 of 2" in out, out
+
+
+def test_pythonwarnings_error_in_the_users_environment_gives_no_traceback_from_tdebug():
+    p = tdebug("run", "kernels/add.py", "--shape", "300", env={"PYTHONWARNINGS": "error"})
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "Traceback" not in out and "ResourceWarning" not in out, out
