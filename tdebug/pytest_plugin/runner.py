@@ -46,7 +46,8 @@ class Runner:
         self.session.install()
         # A test's forked or spawned children: their launches are followed (a folder per test, made in its child)
         self.follow_root = Path(tempfile.mkdtemp(prefix="tdebug-follow-"))
-        self.follower = Follower(self.follow_root, self.session, {"sanitize": {"checks": sorted(self.checks)}})
+        self.follower = Follower(self.follow_root, self.session, {"sanitize": {"checks": sorted(self.checks)}},
+                                 active=False)
         self.follower.install()
         serialise_launches()  # last: the outermost wrapper of a launch
         import torch

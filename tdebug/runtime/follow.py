@@ -50,16 +50,19 @@ class Followed:
 class Follower:
     """Follows the launches of forked and spawned children of a script's process (the one that runs it)."""
 
-    def __init__(self, folder: Path, sanitizer: Any, settings: dict | None = None, home: int | None = None) -> None:
+    def __init__(self, folder: Path, sanitizer: Any, settings: dict | None = None, home: int | None = None,
+                 active: bool = True) -> None:
         self.folder = Path(folder)
         self.sanitizer = sanitizer
         self.settings = settings or {}
         self.home = os.getpid() if home is None else home  # the script's process reports over the channel
+        # False until adopt(): pytest's own forks (a test's child, a catalogue case's) are not followed children
+        self.active = active
 
     @property
     def away(self) -> bool:
         """True in a forked or spawned child of the script's process."""
-        return os.getpid() != self.home
+        return self.active and os.getpid() != self.home
 
     def install(self) -> None:
         from triton.runtime import interpreter
@@ -89,13 +92,13 @@ class Follower:
 
     def adopt(self, folder: Path) -> None:
         """This process is now the one whose children are followed, into `folder` (a forked test's child)."""
-        self.home = os.getpid()
+        self.home, self.active = os.getpid(), True
         self.folder = Path(folder)
         self.folder.mkdir(exist_ok=True)
         os.environ[ENV] = json.dumps({"folder": str(self.folder), **self.settings})
 
     def _forked(self) -> None:
-        if self.sanitizer is not None:
+        if self.active and self.sanitizer is not None:
             self.sanitizer.begin_case()  # the parent's findings so far are the parent's to report
 
     def _follow_spawn(self) -> None:
