@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from .catalogue.spec import load_target
-from .runtime.job import Job
+from .runtime.job import Job, JobLimits, SanitizeOptions
 from .runtime.worker import Channel, PlanError, exception_finding, run_script_job, run_spec_job
 
 
@@ -60,12 +61,70 @@ def _end_with_parent() -> None:
         os._exit(1)
 
 
+def _result_fd() -> int:
+    """The result pipe's fd, moved out of the way of a script that closes the fds it thinks it owns
+    (os.closerange(3, 256)): high, and close-on-exec (a program the script runs does not hold it open)."""
+    import fcntl
+    import resource
+
+    fd = int(os.environ.pop("TDEBUG_RESULT_FD"))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    high = min(soft if soft != resource.RLIM_INFINITY else 4096, 4096) - 8
+    if high <= fd:
+        return fd
+    try:
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, high)
+    except OSError:
+        return fd
+    os.close(fd)
+    return moved
+
+
+MEMORY_ENV = "TDEBUG_MEMORY_LIMIT"  # MiB the worker may allocate (0: no cap); default 3/4 of the machine's memory
+
+
+def memory_cap() -> int | None:
+    """The worker's cap on its data (bytes), or None: TDEBUG_MEMORY_LIMIT (MiB), else 3/4 of physical memory."""
+    text = os.environ.get(MEMORY_ENV, "").strip()
+    if text:
+        try:
+            mib = int(text)
+        except ValueError:
+            return None
+        return mib << 20 if mib > 0 else None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return total * 3 // 4
+
+
+def _cap_memory() -> None:
+    """A runaway kernel or script fails with MemoryError instead of bringing in the machine's OOM killer."""
+    import resource
+
+    cap = memory_cap()
+    if cap is None or not hasattr(resource, "RLIMIT_DATA"):
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft == resource.RLIM_INFINITY or cap < soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        except (ValueError, OSError):
+            return
+
+
 def main(argv: list[str]) -> int:
     _end_with_parent()
+    _cap_memory()
     job = Job.from_json(Path(argv[0]).read_text())
-    channel = Channel(int(os.environ["TDEBUG_RESULT_FD"]))
+    channel = Channel(_result_fd())
+    if job.kind == "spec":  # a catalogue file may import modules of the folder tdebug runs in: last
+        sys.path.append(os.getcwd())
     try:
-        return _run(job, channel)
+        return _run(job, channel, argv[0])
     except Exception as exc:  # noqa: BLE001 - whatever escaped the cases is tdebug's failure: one line, exit 3
         finding = exception_finding(exc)
         if finding.check != "internal":
@@ -73,9 +132,12 @@ def main(argv: list[str]) -> int:
             finding.message = f"tdebug could not finish the job: {finding.message}{where}"
         channel.send("fatal", message=finding.message, usage=False)
         return 3
+    finally:
+        channel.close()
 
 
-def _run(job: Job, channel: Channel) -> int:
+def _setup(job: Job):
+    """Patch the interpreter (or pin autotuning on a GPU) and install the job's sanitizer; the sanitizer."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import patches as interpret
 
@@ -96,6 +158,42 @@ def _run(job: Job, channel: Channel) -> int:
 
         # after the sanitizer: checked before its shadows
         limits.install(limits.Limits(job.limits.max_programs, job.limits.max_bytes))
+    return sanitizer
+
+
+def _follower(job: Job, sanitizer, folder: Path, home: int | None = None):
+    """Under the interpreter, a script's launches in threads and child processes: serialised, and followed."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return None
+    from .runtime.follow import Follower, serialise_launches
+
+    folder.mkdir(exist_ok=True)
+    settings = {"sanitize": asdict(job.sanitize) if job.sanitize is not None else None, "engine": job.engine,
+                "limits": asdict(job.limits) if job.limits is not None else None}
+    follower = Follower(folder, sanitizer, settings, home=home)
+    follower.install()
+    serialise_launches()  # last: the outermost wrapper of a launch
+    return follower
+
+
+def follow_spawned() -> None:
+    """In a worker that multiprocessing spawned from a script under tdebug: the same interpreter patches and
+    sanitizer, its launches written for the script's process to collect (tdebug.runtime.follow)."""
+    from .runtime.follow import spawned_settings
+
+    settings = spawned_settings()
+    if settings is None:
+        return
+    options, limits = settings.get("sanitize"), settings.get("limits")
+    job = Job(target=sys.argv[0] or "<spawned>", kind="script", engine=settings.get("engine") or "tdebug",
+              sanitize=SanitizeOptions(**options) if options else None, limits=JobLimits(**limits) if limits else None)
+    sanitizer = _setup(job)
+    _follower(job, sanitizer, Path(settings["folder"]), home=-1)
+
+
+def _run(job: Job, channel: Channel, job_file: str) -> int:
+    sanitizer = _setup(job)
+    follower = _follower(job, sanitizer, Path(job_file + ".d")) if job.kind == "script" else None
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
     try:
@@ -126,12 +224,21 @@ def _run(job: Job, channel: Channel) -> int:
                 channel.send("fatal", message=str(e), usage=True)
                 return 2
         else:
-            run_script_job(job, channel, sanitizer)
+            run_script_job(job, channel, sanitizer, follower)
     finally:
         if debugger is not None:
             from .interpreter import breakpoints
 
             breakpoints.stop(debugger)
+    if debugger is not None:
+        from .interpreter import breakpoints
+        from .interpreter.patches import STATE
+
+        why = breakpoints.never_ran(job.pid,
+                                    [r.grid for r in STATE.launches if r.grid])
+        if why:
+            channel.send("fatal", message=why, usage=True)
+            return 2
     channel.send("done")
     return 0
 

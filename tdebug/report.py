@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import linecache
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -79,8 +80,17 @@ def _pid_text(p: tuple[int, ...]) -> str:
     return ",".join(map(str, p))
 
 
+def shown_path(path: str) -> str:
+    """A file as reports name it: relative to the working folder when it lies under it, else as it is."""
+    try:
+        relative = Path(path).relative_to(Path.cwd())
+    except (ValueError, OSError):
+        return path
+    return str(relative)
+
+
 def render(f: Finding, context: bool = True) -> str:
-    head = f"{f.file}:{f.line}: {f.check}: {f.message}" if f.file else f"{f.check}: {f.message}"
+    head = f"{shown_path(f.file)}:{f.line}: {f.check}: {f.message}" if f.file else f"{f.check}: {f.message}"
     lines = [head]
     if context:
         lines += source_context(f.file, f.line)

@@ -88,15 +88,26 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
               single=kind == TargetKind.SPEC, config=config if kind == TargetKind.SCRIPT else None,
               breaks=tuple(break_lines) if break_lines is not None else None, pid=wanted_pid or None)
     interactive = break_lines is not None
+    kind_said = False  # the header was printed as the run started
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
         from ..sanitize.gpu_debug import run_debug
 
         result = run_debug(job, timeout=timeout)
     else:
-        result = run_job(job, mode="interpret", timeout=None if interactive else timeout, interactive=interactive)
+        said: list[str] = []
+
+        def header(event: str, data: dict) -> None:
+            """The run's header as soon as the plan is known: before the debugger session, not after it."""
+            if event == "plan" and kind == TargetKind.SPEC and not said:
+                said.append(data.get("kernel", ""))
+                click.echo(f"{data.get('kernel', '')}: {mode} mode, seed {seed}")
+
+        result = run_job(job, mode="interpret", timeout=None if interactive else timeout, interactive=interactive,
+                         on_event=header)
+        kind_said = bool(said)
     if result.fatal:
         raise (click.UsageError if result.fatal_usage else CouldNotRun)(result.fatal)
-    if kind == TargetKind.SPEC:
+    if kind == TargetKind.SPEC and not kind_said:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
     for case in result.cases:
         if case.status == Status.QUIT:

@@ -156,6 +156,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     """
     if engine == "symbolic" and (problem := triton_viz_problem()):
         raise click.UsageError(f"--engine symbolic {problem}")
+    if target == "pytest" and not Path(target).exists():
+        raise SystemExit(_pytest(script_args, seed))
     seed = fresh_seed() if seed is None else seed
     use_tools, gpu_interpreter, line = plan_engines(device, engine)
     use_gpu = use_tools or gpu_interpreter
@@ -187,7 +189,10 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     rows = []
     total = Verdict()
     nothing_checked: list[str] = []  # targets that ran no case, or a script that launched no Triton kernel
-    for path, kind in targets:
+    for number, (path, kind) in enumerate(targets, 1):
+        if len(targets) > 1:  # the whole catalogue takes minutes: say where it is (stderr; the table is stdout)
+            click.echo(f"tdebug sanitize: [{number}/{len(targets)}] {Path(path).parent.name}/{Path(path).name}",
+                       err=True)
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
                            max_findings=0, engine=job_engine, argv=list(script_args), single=shape is not None,
                            shape=shape, dtype=dtype, layout=layout, config=config)
@@ -253,6 +258,23 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     if not total.found and any(r["notes"] for r in report):  # a size cap stopped the interpreter pass
         click.echo("tdebug sanitize: nothing found, but not everything was checked (NOT CHECKED above)", err=True)
     raise SystemExit(total.exit_code)
+
+
+def _pytest(args: tuple[str, ...], seed: int | None) -> int:
+    """`tdebug sanitize -- pytest ARGS`: the test suite under the sanitizer, as `pytest --tdebug ARGS` runs it
+    (each test's launches checked, findings fail the test); pytest's exit code in tdebug's terms."""
+    import sys
+
+    from ..runtime import processes
+
+    cmd = [sys.executable, "-m", "pytest", "--tdebug", *args] + (["--tdebug-seed", str(seed)] if seed else [])
+    proc = processes.start(cmd, interactive=True)
+    code = processes.reap(proc, None)
+    if code == 5:
+        raise NothingChecked("pytest collected no tests: nothing was sanitized")
+    if code in (2, 3, 4):  # interrupted, internal error, usage error
+        raise click.UsageError(f"pytest --tdebug {' '.join(args)} stopped with exit code {code}")
+    return 0 if code == 0 else 1
 
 
 def _limits(max_programs: int | None, max_mib: int | None, on_gpu: bool):

@@ -126,6 +126,7 @@ def _show(result: TraceResult, target: str, out_dir: Path) -> None:
 
 def _report(result: TraceResult, target: str, out_dir: Path) -> int:
     """Draw what was traced, print the summary and the paths; the exit code."""
+    _pid_ran(result)
     if result.output.strip():
         click.echo(result.output.rstrip(), err=True)
     _show(result, target, out_dir)
@@ -133,7 +134,23 @@ def _report(result: TraceResult, target: str, out_dir: Path) -> int:
     if problem:
         click.echo(f"tdebug viz: {problem} (the pictures show what ran until then)", err=True)
         return 3 if result.info.get("internal") else 1
+    if result.errors or any(launch.stray_lanes or any(t.problems() for t in launch.tensors)
+                            for launch in result.launches):
+        return 1  # what the summary calls a PROBLEM (or WRONG VALUES) is a finding: exit 1, as in sanitize
     return 0
+
+
+def _pid_ran(result: TraceResult) -> None:
+    """A --pid outside every launch's grid drew nothing of that program: said (exit 2), not drawn as if it ran."""
+    asked = [launch for launch in result.launches if launch.pid is not None]
+    if not asked or len(asked) != len(result.launches):
+        return
+    pid = tuple(asked[0].pid)
+    if any(all(p < g for p, g in zip(pid, tuple(launch.grid) + (1, 1, 1))) for launch in asked):
+        return
+    grids = sorted({"x".join(map(str, (tuple(launch.grid) + (1, 1, 1))[:3])) for launch in asked})
+    raise click.UsageError(f"program ({','.join(map(str, pid))}) never ran: the grid was {', '.join(grids)} "
+                           "(--pid takes a program inside the launch's grid)")
 
 
 def _summary(result: TraceResult, target: str) -> list[str]:

@@ -122,13 +122,54 @@ def parse_pid(text: str | None) -> tuple[int, ...] | None:
     return pid
 
 
-def _pid_matches(wanted: tuple[int, ...] | None) -> bool:
-    if wanted is None:
-        return True
-    from .frames import current_pid
+REACHED = {"line": 0, "program": 0}  # how often a breakpoint's line ran, and ran in the program asked for
 
-    pid = current_pid()
-    return all(pid[i] == w for i, w in enumerate(wanted))
+
+def _pid_matches(wanted: tuple[int, ...] | None) -> bool:
+    REACHED["line"] += 1
+    if wanted is not None:
+        from .frames import current_pid
+
+        pid = current_pid()
+        if not all(pid[i] == w for i, w in enumerate(wanted)):
+            return False
+    REACHED["program"] += 1
+    return True
+
+
+def pid_text(pid: tuple[int, ...]) -> str:
+    return "(" + ",".join(map(str, pid)) + ")"
+
+
+def never_ran(pid: tuple[int, ...] | None, grids: list[tuple[int, ...]]) -> str:
+    """Why the debugger never stopped, when it never could ('' when it could, or did): the program asked
+    for lies outside every launch's grid."""
+    if pid is None or REACHED["program"] or not grids:
+        return ""
+    if any(all(p < g for p, g in zip(pid, tuple(grid) + (1, 1))) for grid in grids):
+        return ""
+    shown = sorted({"x".join(map(str, (tuple(g) + (1, 1, 1))[:3])) for g in grids})
+    return (f"program {pid_text(pid)} never ran: the grid was {', '.join(shown)}"
+            " (--pid takes a program inside the launch's grid; the debugger never stopped)")
+
+
+def _quiet(dbg) -> None:
+    """pdb++: no colour codes into a pipe or a file, and tdebug's own frames hidden from `where` (`hf_unhide`
+    shows them), as pytest's are."""
+    import os
+
+    config = getattr(dbg, "config", None)
+    if config is not None and not sys.stdout.isatty() and "PDBPP_COLORS" not in os.environ:
+        config.highlight = config.use_pygments = False
+    hidden = getattr(dbg, "_is_hidden", None)
+    if hidden is None:
+        return
+    package = str(Path(__file__).resolve().parent.parent) + os.sep
+
+    def _is_hidden(frame) -> bool:
+        return frame.f_code.co_filename.startswith(package) or hidden(frame)
+
+    dbg._is_hidden = _is_hidden
 
 
 def start(targets: list[tuple[KernelInfo, int]], pid: tuple[int, ...] | None):
@@ -140,7 +181,8 @@ def start(targets: list[tuple[KernelInfo, int]], pid: tuple[int, ...] | None):
     builtins.__tdebug_pid_matches__ = lambda: _pid_matches(pid)
     grid_loop.FORCE_SERIAL.append("a breakpoint is set (pdb stops in one program at a time)")
     dbg = pdb.Pdb()
-    cond = "__tdebug_pid_matches__()" if pid is not None else None
+    _quiet(dbg)
+    cond = "__tdebug_pid_matches__()"  # also counts how often the line ran (never_ran)
     for kernel, line in targets:
         err = dbg.set_break(kernel.file, line, cond=cond)
         if err:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers, boolops, constexprs, device_tables, lean, overflow
+from . import aliases, block_pointers, boolops, constexprs, device_tables, lean, overflow, recursion
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -221,4 +221,5 @@ def install(exact_values: bool = True) -> None:
     boolops.install()
     constexprs.install()
     overflow.install()
+    recursion.install()
     STATE.installed = True

@@ -133,7 +133,8 @@ _TABLE = [
     Internal("GridExecutor", "_restore_args_dev", ("self", "args_dev", "args_hst", "kwargs", "kwargs_hst")),
     Internal("GridExecutor", "__call__", ("self",)),
     Internal("InterpretedFunction", "run", ("self", "warmup")),  # tdebug viz: one traced launch
-    # lean.py: the language patched once per module per launch, not on every device-function call.
+    # A device function's call: lean.py patches the language once per module per launch (not on every call),
+    # recursion.py stops a runaway recursion.
     Internal("InterpretedFunction", "__call__", ("self",)),
     Internal("triton.runtime.interpreter", "_get_np_dtype", ("tt_dtype",)),  # lean.py: memoised
     # Language patching per launch: 3.6's tl.tensor.__index__ breaks under numpy >= 2.4 (fixed in 3.7); the

@@ -5,6 +5,8 @@ findings turned into failures, the catalogue's cases collected as items."""
 from __future__ import annotations
 
 import functools
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
 from ..interpreter import patches, stores
+from ..runtime.follow import Follower, serialise_launches
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
 from .testrun import Settings, TestRun, pass_findings, revive, run_test
@@ -41,9 +44,18 @@ class Runner:
         patches.STATE.clamp_config = self.config_index is None
         self.session = SanitizerSession(sorted(self.checks))
         self.session.install()
+        # A test's forked or spawned children: their launches are followed (a folder per test, made in its child)
+        self.follow_root = Path(tempfile.mkdtemp(prefix="tdebug-follow-"))
+        self.follower = Follower(self.follow_root, self.session, {"sanitize": {"checks": sorted(self.checks)}},
+                                 active=False)
+        self.follower.install()
+        serialise_launches()  # last: the outermost wrapper of a launch
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        shutil.rmtree(self.follow_root, ignore_errors=True)
 
     # -- what one test runs under -----------------------------------------------------------------
     def settings_for(self, item: pytest.Item) -> Settings:
@@ -118,7 +130,7 @@ class Runner:
             # unittest and other items report failures through the item, not by raising: run in-process.
             self._in_process(item, runtest, settings)
             return
-        run = run_test(item, runtest, self.session, settings)
+        run = run_test(item, runtest, self.session, settings, self.follower)
         verdict = _verdict(run, settings)
         item.stash[VERDICT] = verdict
         failures = [(index, child.result["failure"]) for index, child in run.passes

@@ -9,6 +9,7 @@ import contextlib
 import faulthandler
 import functools
 import io
+import os
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from ..interpreter.patches import STATE, LaunchRecord
 from ..interpreter.stores import RECORDER
 from ..report import Finding
 from ..runtime.localise import explain
+from ..runtime.processes import exit_now
 from ..runtime.worker import Channel, exception_finding
 from .forked import ChildRun, run_forked
 
@@ -143,9 +145,11 @@ def revive(failure: dict) -> BaseException | None:
 
 
 def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings: Settings,
-               config_index: int) -> Callable[[Channel], dict]:
+               config_index: int, follower=None) -> Callable[[Channel], dict]:
     def work(channel: Channel) -> dict:
         prepare_child(channel, session, settings)
+        if follower is not None:  # this child is the test's process; the processes it forks are followed
+            follower.adopt(follower.folder / str(os.getpid()))
         STATE.config_index = config_index
         STATE.clamp_config = settings.config is None
         failure = None
@@ -164,14 +168,22 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
             finding = exception_finding(exc)
             if finding.check in EXCEPTION_CHECKS and not settings.skip:
                 findings.append(finding.to_dict())
+        if follower is not None and follower.away:  # a process the test forked came back here: it is done
+            exit_now(0)
+        launches = [r.__dict__ for r in STATE.launches]
         if not settings.skip:
             findings += [f.to_dict() for f in session.end_case()]
-        return {"failure": failure, "findings": findings, "launches": [r.__dict__ for r in STATE.launches]}
+            if follower is not None:
+                followed = follower.collect()
+                findings += followed.findings
+                launches += [{"kernel": "(in a child process)"}] * followed.launches
+        return {"failure": failure, "findings": findings, "launches": launches}
 
     return work
 
 
-def run_test(item: pytest.Item, runtest: Callable[[], None], session, settings: Settings) -> TestRun:
+def run_test(item: pytest.Item, runtest: Callable[[], None], session, settings: Settings,
+             follower=None) -> TestRun:
     """The passes of one test: config 0 (or the one asked for), then each further config of its
     autotuned kernels, each pass in a fresh child forked from the parent (fixtures as set up, same
     random state). Stops at a crash, a hang, a skip."""
@@ -179,7 +191,7 @@ def run_test(item: pytest.Item, runtest: Callable[[], None], session, settings: 
     index = settings.config or 0
     count = index + 1
     while index < count:
-        child = run_forked(_call_work(item, runtest, session, settings, index), settings.timeout)
+        child = run_forked(_call_work(item, runtest, session, settings, index, follower), settings.timeout)
         run.passes.append((index, child))
         result = child.result
         if result is None or settings.config is not None or settings.skip:

@@ -108,7 +108,7 @@ class EventPipe:
 
 class _Child:
     def __init__(self, job: Job, mode: str, interactive: bool, capture: bool, env_extra: dict | None,
-                 wrapper: list[str] | None, tee: bool = False) -> None:
+                 wrapper: list[str] | None, tee: bool = False, stdin=None) -> None:
         fd, self.job_path = tempfile.mkstemp(prefix="tdebug-job-", suffix=".json")
         with os.fdopen(fd, "w") as f:
             f.write(job.to_json())
@@ -119,12 +119,15 @@ class _Child:
         env["TDEBUG_RESULT_FD"] = str(write_fd)
         if not wrapper:  # the child dies with us (tdebug.child); under a wrapper its parent is the wrapper
             env["TDEBUG_PARENT_PID"] = str(os.getpid())
-        cmd = (wrapper or []) + [sys.executable, "-m", "tdebug.child", self.job_path]
+        cmd = (wrapper or []) + processes.python_module("tdebug.child") + [self.job_path]
         out = subprocess.PIPE if capture else None
         # A script reads our standard input; a catalogue file's cases read nothing.
-        stdin = None if interactive or job.kind == "script" else subprocess.DEVNULL
+        if stdin is None:  # stdin given: what a script re-run per autotune config reads (tdebug.runtime.stdin)
+            stdin = None if interactive or job.kind == "script" else subprocess.DEVNULL
         try:
-            self.proc = processes.start(cmd, interactive=interactive, temp=[self.job_path], env=env,
+            # JOB.json.d: the folder where a script's forked and spawned children write their launches
+            temp = [self.job_path, self.job_path + ".d"]
+            self.proc = processes.start(cmd, interactive=interactive, temp=temp, env=env,
                                         pass_fds=(write_fd,), stdin=stdin, stdout=out, stderr=out)
         except BaseException:
             os.close(read_fd)
@@ -165,7 +168,7 @@ class _Child:
             for thread in self._threads:
                 thread.join(timeout=5)
             self.events.close()
-            processes.remove([Path(self.job_path)])
+            processes.remove([Path(self.job_path), Path(self.job_path + ".d")])
         self.stdout, self.stderr = "".join(self._parts[0]), "".join(self._parts[1])
         self.captured = self.stdout + self.stderr
         return self.proc.returncode
@@ -208,7 +211,8 @@ def _death(job: Job, code: int, label: str, mode: str, launched: bool) -> tuple[
 
 def run_job(job: Job, mode: str = "interpret", timeout: float | None = 120.0, interactive: bool = False,
             capture: bool = False, on_event: Callable[[str, dict], None] | None = None,
-            env_extra: dict | None = None, wrapper: list[str] | None = None, tee: bool = False) -> JobResult:
+            env_extra: dict | None = None, wrapper: list[str] | None = None, tee: bool = False,
+            stdin=None) -> JobResult:
     """Run a worker job to completion, restarting the child after a crash or hang.
 
     timeout: seconds allowed for one case (None: no limit, as when a person is in the debugger).
@@ -223,7 +227,7 @@ def run_job(job: Job, mode: str = "interpret", timeout: float | None = 120.0, in
     target = job.target
     exit_wait = EXIT_WAIT if timeout is None else min(timeout, EXIT_WAIT)
     while True:
-        child = _Child(job.but(start=start), mode, interactive, capture, env_extra, wrapper, tee)
+        child = _Child(job.but(start=start), mode, interactive, capture, env_extra, wrapper, tee, stdin)
         in_flight: int | None = None
         launched = False  # a Triton launch had started in the case in flight
         context_lost: int | None = None

@@ -14,9 +14,12 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-GRACE = 0.5  # seconds a group gets between SIGTERM and SIGKILL
+GRACE = 1.0  # seconds a group gets between SIGTERM and SIGKILL (a nested `tdebug` cleans up in about 0.3 s)
 
 _LIVE: dict[subprocess.Popen, tuple[Path, ...]] = {}  # each live child and the temporary files it was given
+# The temporary files of every child started: a stop removes them even when the child was ended (and left
+# _LIVE) just before, while its owner had not yet removed them.
+_TEMP: dict[subprocess.Popen, tuple[Path, ...]] = {}
 _LOCK = threading.Lock()
 _STOPPING = threading.Event()
 debugger = threading.Event()  # set while an interactive child (the debugger) owns the terminal and Ctrl-C
@@ -30,8 +33,16 @@ def start(cmd: list[str], interactive: bool = False, temp: Iterable[Path | str] 
         if _STOPPING.is_set():  # tdebug is stopping: no new child (a thread of bugs matrix, say)
             raise KeyboardInterrupt
         proc = subprocess.Popen(cmd, start_new_session=not interactive, **popen_args)
-        _LIVE[proc] = tuple(Path(p) for p in temp)
+        _LIVE[proc] = _TEMP[proc] = tuple(Path(p) for p in temp)
     return proc
+
+
+def python_module(module: str) -> list[str]:
+    """`python -m module` without the working directory on sys.path (Python 3.11's -P, for 3.10 too): a user's
+    file named tdebug.py, torch.py, ... in the folder tdebug runs in is not imported in its place."""
+    code = ("import sys, runpy; sys.path[:1] = [] if sys.path[:1] == [''] else sys.path[:1]; "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-c", code]
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:
@@ -40,6 +51,15 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
     except (ProcessLookupError, PermissionError):
         with contextlib.suppress(OSError):
             proc.send_signal(signum)  # an interactive child shares our group: the child alone
+
+
+def _group_alive(proc: subprocess.Popen) -> bool:
+    """Whether the child's process group still has a member (False for an interactive child: no group)."""
+    try:
+        os.killpg(proc.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def end(procs: subprocess.Popen | Iterable[subprocess.Popen], grace: float = GRACE) -> None:
@@ -51,6 +71,8 @@ def end(procs: subprocess.Popen | Iterable[subprocess.Popen], grace: float = GRA
     for proc in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        while _group_alive(proc) and time.monotonic() < deadline:
+            time.sleep(0.02)  # what the leader started (a nested tdebug, say) gets the grace too
     for proc in procs:
         _signal_group(proc, signal.SIGKILL)  # also whatever its group still holds after the leader left
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -71,6 +93,12 @@ def reap(proc: subprocess.Popen, timeout: float | None) -> int | None:
 
 
 def remove(paths: Iterable[Path]) -> None:
+    """Remove files and folders made for a child (they are then no longer stop_all's to remove)."""
+    paths = [Path(p) for p in paths]
+    with _LOCK:
+        for proc, temp in list(_TEMP.items()):
+            if set(temp) <= set(paths):
+                del _TEMP[proc]
     for path in paths:
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
@@ -85,7 +113,9 @@ def stop_all() -> None:
         _STOPPING.set()
         live = dict(_LIVE)
     end(live)
-    for temp in live.values():
+    with _LOCK:
+        temps = list(_TEMP.values())
+    for temp in temps:
         remove(temp)
 
 

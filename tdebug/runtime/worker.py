@@ -41,6 +41,18 @@ class Channel:
             self._file.flush()
         except BrokenPipeError:  # the parent is gone (killed, timed out): nobody to report to
             os._exit(1)
+        except OSError as e:  # the script closed the pipe's fd (os.closerange over every fd)
+            os.write(2, f"tdebug: the script closed tdebug's result pipe ({e.strerror}); its results are lost\n"
+                     .encode())
+            os._exit(3)
+
+    def close(self) -> None:
+        """At the worker's end: closed, not left to the garbage collector (a ResourceWarning, an error under
+        PYTHONWARNINGS=error)."""
+        try:
+            self._file.close()
+        except OSError:
+            pass
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -67,6 +79,8 @@ def exception_finding(exc: BaseException) -> Finding:
 
     cause = root_cause(exc)
     reason = unsupported_reason(cause)
+    if out_of_memory(cause) and reason is None:
+        return memory_finding(cause, raised_in_tdebug(cause))
     if reason is None and raised_in_tdebug(cause):
         return internal_finding(cause)
     if isinstance(cause, LaunchTooLarge):
@@ -84,6 +98,28 @@ def exception_finding(exc: BaseException) -> Finding:
     if reason is not None:
         return Finding(check="unsupported", message=reason, file=file, line=line)
     return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, or torch's allocator refusing (a RuntimeError on the CPU, OutOfMemoryError on a GPU)."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
+        isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
+
+
+def memory_finding(exc: BaseException, in_tdebug: bool) -> Finding:
+    """Out of memory: tdebug's own allocation (its shadows of the launch's tensors) is a run it could not do
+    (exit 3); the script's or kernel's is its exception. The worker's cap is TDEBUG_MEMORY_LIMIT (MiB)."""
+    cap = "the worker's memory cap (TDEBUG_MEMORY_LIMIT=MiB raises it, 0 lifts it) or the machine's memory"
+    if in_tdebug:
+        return Finding(check="not-checked", message=f"tdebug ran out of memory for its checks ({cap}): nothing "
+                       "after this point was checked")
+    file, line = "", 0
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        if not fs.filename.startswith("<"):
+            file, line = fs.filename, fs.lineno or 0
+            break
+    return Finding(check="exception", message=f"{type(exc).__name__}: the program ran out of memory ({cap})",
+                   file=file, line=line)
 
 
 def internal_finding(exc: BaseException) -> Finding:
@@ -104,6 +140,13 @@ def internal_finding(exc: BaseException) -> Finding:
 # A case's status for the finding of the exception that ended it (anything else: "error").
 EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "internal", "unsupported": "unsupported",
                     "not-checked": "not-checked"}
+
+
+def _snapshot(inputs) -> list:
+    """Copies of the tensor inputs (others as they are), taken before the launch."""
+    import torch
+
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def _float64(x):
@@ -170,6 +213,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             inputs = guards.wrap_inputs(spec.launch, inputs)
         if sanitizer is not None:
             sanitizer.begin_case()
+        before = _snapshot(inputs)  # the reference sees the inputs as they were: a kernel may work in place
         with poisoned_empty() if _poison_outputs() else _null(), guards.outputs() if guards else _null():
             out = spec.launch(*inputs)
         if case.device == "cuda":
@@ -203,7 +247,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
         result["status"] = "fail" if result["findings"] else "pass"  # outputs are not computed: no comparison
         result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
-    ref = spec.reference(*[_float64(x) for x in inputs])
+    ref = spec.reference(*[_float64(x) for x in before])
     tol = spec.tolerances.get(case.dtype) or TOLERANCES.get(case.dtype)
     comps = compare_outputs(out, ref, tol)
     result["comparisons"] = [c.__dict__ for c in comps]
@@ -252,8 +296,9 @@ def plan_job_cases(job: Job, spec) -> list[Case]:
             raise PlanError(f"--config {c.config}: {spec.name} has {n_configs} autotune configs (0..{n_configs - 1})"
                             if n_configs else f"--config: {spec.name} is not autotuned")
         if c.variant not in spec.variants:
-            raise PlanError(f"--variant {c.variant!r}: {spec.name} has variants "
-                            + ", ".join(repr(v) for v in spec.variants))
+            named = [v for v in spec.variants if v]
+            raise PlanError(f"--variant {c.variant!r}: {spec.name} has variants " + ", ".join(map(repr, named))
+                            if named else f"--variant {c.variant!r}: {spec.name} has no variants (leave --variant out)")
     return cases
 
 
@@ -310,6 +355,15 @@ def _script_exit(exc: SystemExit, result: dict) -> int:
     return code
 
 
+def script_frame(exc: BaseException, target: str) -> tuple[str, int]:
+    """The innermost frame of the script's own file in an exception's traceback (('', 0) if none)."""
+    path = str(Path(target).resolve())
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        if fs.filename == path or fs.filename == target:
+            return fs.filename, fs.lineno or 0
+    return "", 0
+
+
 def autotuned_launches(records) -> list[dict]:
     """The launches of autotuned kernels, once per (kernel, grid, config, surviving configs), with a count:
     a script may launch a kernel thousands of times."""
@@ -325,8 +379,9 @@ def autotuned_launches(records) -> list[dict]:
     return list(seen.values())
 
 
-def run_script_job(job: Job, channel: Channel, sanitizer) -> None:
-    """Run a script as __main__ (its arguments in job.argv); its exit code, exception and launches reported."""
+def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None:
+    """Run a script as __main__ (its arguments in job.argv); its exit code, exception and launches reported,
+    with those of the processes it forked or spawned (follower: tdebug.runtime.follow.Follower)."""
     from ..interpreter.patches import STATE
 
     target = job.target
@@ -349,10 +404,15 @@ def run_script_job(job: Job, channel: Channel, sanitizer) -> None:
     except SystemExit as exc:
         exit_code = _script_exit(exc, result)
     except BaseException as exc:  # noqa: BLE001 - reported
-        if isinstance(exc, KeyboardInterrupt):
-            raise
         if quit_debugger(exc):
             result["status"] = "quit"
+        elif isinstance(exc, KeyboardInterrupt):  # the script's own (tdebug stops this process with SIGTERM)
+            where = script_frame(exc, target)
+            message = "the script raised KeyboardInterrupt (its own, or signal.raise_signal(SIGINT))"
+            result["findings"].append(Finding(check="exception", message=message, file=where[0],
+                                              line=where[1]).to_dict())
+            result["error"] = message
+            exit_code = 1
         else:
             finding = exception_finding(exc)
             result["findings"].append(finding.to_dict())
@@ -360,8 +420,13 @@ def run_script_job(job: Job, channel: Channel, sanitizer) -> None:
             exit_code = 1
             if cuda_context_lost(exc):
                 result["context_lost"] = True
+    if follower is not None and follower.away:  # a forked child left the script's code: its launches are written
+        exit_now(exit_code)
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+    followed = follower.collect() if follower is not None else None
+    if followed is not None:
+        result["findings"] += followed.findings
     faults = take_faults()
     if faults and not any(f["check"] == "internal" for f in result["findings"]):
         internal = internal_finding(faults[0])  # raised in tdebug's patches, caught by the script
@@ -369,7 +434,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer) -> None:
         result["error"] = internal.message
     result["exit_code"] = exit_code
     result["time"] = time.perf_counter() - started
-    result["launch_count"] = len(STATE.launches)
+    result["launch_count"] = len(STATE.launches) + (followed.launches if followed is not None else 0)
     result["launches"] = autotuned_launches(STATE.launches)
     checks = {f["check"] for f in result["findings"]}
     if result.get("status") == "quit":

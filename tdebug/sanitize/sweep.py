@@ -17,6 +17,7 @@ from ..report import Finding
 from ..runtime.harness import run_job
 from ..runtime.job import Job
 from ..runtime.results import JobResult
+from ..runtime.stdin import ReplayedStdin
 
 
 def runs_needed(result: JobResult) -> int:
@@ -80,18 +81,24 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
                     progress: Callable[[str], None] | None = None, capture: bool = False) -> JobResult:
     """Sanitize a script under every surviving autotune config (or the one job.config names); capture: keep
     the children's output instead of showing it (the GPU's interpreter pass, beside compute-sanitizer)."""
-    first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture)
-    if first.fatal or job.config is not None:
-        _label(first, job)
-        return first
-    results = [first]
-    runs = runs_needed(first)
-    name = Path(job.target).name
-    for rank in range(1, runs):
-        if progress is not None:
-            progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
-                     f"{rank_label(first, rank)})")
-        results.append(run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout, capture=capture))
+    replay = ReplayedStdin()  # every run reads the same standard input
+    try:
+        first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture,
+                        stdin=replay.stdin())
+        if first.fatal or job.config is not None:
+            _label(first, job)
+            return first
+        results = [first]
+        runs = runs_needed(first)
+        name = Path(job.target).name
+        for rank in range(1, runs):
+            if progress is not None:
+                progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
+                         f"{rank_label(first, rank)})")
+            results.append(run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout, capture=capture,
+                                   stdin=replay.stdin()))
+    finally:
+        replay.close()
     combined = JobResult(kernel=first.kernel)
     failed = next((r for r in results if r.fatal), None)
     if failed is not None:  # a later config's run could not be done: never "clean" for what it did not check

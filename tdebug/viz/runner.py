@@ -11,7 +11,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -57,7 +56,7 @@ def _job_file(job: VizJob, workdir: Path) -> Path:
 
 
 def _command(job_path: Path) -> list[str]:
-    return [sys.executable, "-m", "tdebug.viz.trace_child", str(job_path)]
+    return processes.python_module("tdebug.viz.trace_child") + [str(job_path)]
 
 
 def trace(job: VizJob, timeout: float = 300.0, meanwhile: Callable[[], None] | None = None) -> TraceResult:

@@ -69,11 +69,15 @@ def files(tmp_path_factory) -> Files:
         "add": str(ROOT / "kernels" / "add.py"), "matmul": str(ROOT / "kernels" / "matmul.py"),
         "softmax": str(ROOT / "kernels" / "softmax.py"), "bug04": str(BUGS[3].path),
         "script": str(DATA / "script_outcomes.py"),
+        "workers": str(DATA / "workers.py"),  # forked, spawned and threaded launches (issue 29)
     }
     (root / "users").mkdir()
     (root / "users" / "viz.html").write_text("the user's page")
+    (root / "users" / "notes.json").write_text("the user's notes")
+    (root / "linked.json").symlink_to(root / "users" / "notes.json")  # a link into a user's file
     f.outputs = {
         "fresh": str(root / "out" / "r.json"), "proc": "/proc/nope.json", "target": str(root / "add.py"),
+        "symlink": str(root / "linked.json"),
         "catalogue": str(ROOT / "kernels" / "add.py"), "folder": str(root / "dir"),
         "under_a_file": str(root / "data.txt" / "r.json"),
     }
@@ -112,7 +116,8 @@ def command_lines(f: Files) -> st.SearchStrategy:
     target = st.sampled_from(sorted(f.targets)).map(f.targets.get)
     output = st.sampled_from(sorted(f.outputs)).map(lambda k: (k, f.outputs[k]))
     folder = st.sampled_from(sorted(f.folders)).map(f.folders.get)
-    script_args = st.sampled_from([[], ["--", "ok"], ["--", "exit3"], ["--", "--size", "4"]])
+    script_args = st.sampled_from([[], ["--", "ok"], ["--", "exit3"], ["--", "--size", "4"], ["--", "fork_bad"],
+                                   ["--", "threads"], ["--", "fork_pool_clean"], ["--", "keyboard_interrupt"]])
     workspace = st.sampled_from([[], ["--workspace", str(f.root / "ws")], ["--workspace", str(ROOT / "bugs")],
                                  ["--workspace", "/proc/ws"], ["--workspace", f.targets["text"]]])
 
@@ -319,6 +324,13 @@ def test_every_command_line_ends_cleanly(fakes, files, catalogue, data):
     r = CliRunner().invoke(cli, argv)
     check_outcome(argv, bad_output, r, children.outcomes)
     assert_unchanged(catalogue, f"tdebug {' '.join(argv)}")
+    assert_user_files(files, argv)
+
+
+def assert_user_files(f: Files, argv: list[str]) -> None:
+    """Whatever an output path was (a symlink into a user's file, say), the user's files are as they were."""
+    assert (f.root / "users" / "notes.json").read_text() == "the user's notes", f"tdebug {' '.join(argv)}"
+    assert (f.root / "users" / "viz.html").read_text() == "the user's page", f"tdebug {' '.join(argv)}"
 
 
 def _minutes_at_most(argv: list[str]) -> bool:
@@ -348,6 +360,7 @@ def test_every_command_line_ends_cleanly_with_real_children(files, catalogue, mo
         r = CliRunner().invoke(cli, argv)
         check_outcome(argv, bad_output, r, [])
         assert_unchanged(catalogue, f"tdebug {' '.join(argv)}")
+        assert_user_files(files, argv)
 
     one()
     print(f"real-children fuzz: {time.monotonic() - started:.0f} s")

@@ -14,7 +14,7 @@ def test_a_later_configs_fatal_run_is_not_dropped(monkeypatch):
     ok = JobResult(kernel="s.py", labels=["s.py"], cases=[CaseResult(0, "s.py", "pass", launches=[launch])])
     calls = []
 
-    def fake_run_job(job, mode, timeout, capture=False):
+    def fake_run_job(job, mode, timeout, capture=False, stdin=None):
         calls.append((job.config_rank, capture))
         return ok if job.config_rank == 0 else JobResult(kernel="s.py", fatal="internal error in tdebug")
 

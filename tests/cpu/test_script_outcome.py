@@ -31,6 +31,9 @@ def tdebug(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("mode, words", [
     ("exit3", ["script_outcomes.py:34", "the script exited with code 3", "failed (exit code 3)"]),
     ("os_exit", ["exited with code 9 before tdebug could read its results", "failed (exit code 9)"]),
+    # The script's own KeyboardInterrupt is its failure, never a crash of a launch (issue 29)
+    ("keyboard_interrupt", ["script_outcomes.py:44", "the script raised KeyboardInterrupt", "failed (exit code 1)"]),
+    ("raise_sigint", ["script_outcomes.py:47", "the script raised KeyboardInterrupt", "failed (exit code 1)"]),
 ])
 def test_a_scripts_own_exit_code_is_its_failure_not_tdebugs(mode, words):
     r = invoke("run", str(SCRIPT), "--", mode)

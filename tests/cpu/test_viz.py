@@ -449,7 +449,7 @@ def test_cli_without_target_draws_the_started_exercise(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TDEBUG_WORKSPACE", str(tmp_path / "workspace"))  # as `tdebug bugs` finds it
     r = _invoke("viz", "--out", "pics")
-    assert r.exit_code == 0, r.stderr
+    assert r.exit_code == 1, r.stderr  # it prints PROBLEM: a finding (issue 29)
     assert "workspace/my_add.py, the exercise you started last" in r.stderr
     assert "24 out-of-bounds store lanes" in r.stdout
     assert _near(_pixels(tmp_path / "pics" / "launch1_add_nomask_kernel_out_ptr.png"), RED).sum() > 0

@@ -39,3 +39,9 @@ if mode == "exit_message":
     sys.exit("bad input file")
 if mode == "ok":
     launch()
+if mode == "keyboard_interrupt":
+    launch()
+    raise KeyboardInterrupt
+if mode == "raise_sigint":
+    launch()
+    signal.raise_signal(signal.SIGINT)

@@ -1,0 +1,208 @@
+"""Reliability, round three (issue 29): launches in forked, spawned and threaded workers are followed (never
+"clean", never "no kernel"), threads neither corrupt memory nor invent findings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKERS = ROOT / "tests" / "cpu" / "data" / "workers.py"
+
+
+def tdebug(*args: str, cwd: Path = ROOT, env: dict | None = None, stdin: str = "",
+           timeout: float = 300) -> subprocess.CompletedProcess:
+    """The `tdebug` console script as a user runs it (`python -m tdebug` would import a ./tdebug.py itself)."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    command = [str(Path(sys.executable).with_name("tdebug"))]
+    return subprocess.run([*command, *args], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, env=full, timeout=timeout)
+
+
+@pytest.mark.parametrize("mode", ["fork_bad", pytest.param("fork_pool", marks=pytest.mark.slow),
+                                  pytest.param("spawn_pool", marks=pytest.mark.slow),
+                                  pytest.param("threads_one_bad", marks=pytest.mark.slow)])
+def test_an_out_of_bounds_store_in_a_worker_is_found(mode):
+    p = tdebug("sanitize", str(WORKERS), "--", mode)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "bounds: store outside every tensor of the launch: past the end of 'out_ptr'" in out, out
+    assert ": clean" not in out and "launched no Triton kernel" not in out
+    if mode != "threads_one_bad":
+        assert "(in child process " in out, out
+    assert "free()" not in out and "corruption" not in out, out
+
+
+@pytest.mark.parametrize("mode", [pytest.param("fork_pool_clean", marks=pytest.mark.slow), "threads"])
+def test_correct_launches_in_workers_are_counted_and_clean(mode):
+    p = tdebug("sanitize", str(WORKERS), "--", mode)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert ": clean (1 case(s)" in out, out
+    assert "bounds" not in out and "wrong results" not in out, out
+
+
+def test_a_forked_childs_launches_fail_its_test_under_pytest(tmp_path):
+    test = tmp_path / "test_forks.py"
+    test.write_text(f"import os, sys\nsys.path.insert(0, {str(WORKERS.parent)!r})\nfrom workers import add\n\n"
+                    "def test_forked_bad():\n    add()\n    pid = os.fork()\n    if pid == 0:\n"
+                    "        add(masked=False)\n        os._exit(0)\n    os.waitpid(pid, 0)\n\n"
+                    "def test_forked_clean():\n    pid = os.fork()\n    if pid == 0:\n        add()\n"
+                    "        os._exit(0)\n    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tdebug", str(test)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "1 failed, 1 passed" in out, out
+    assert "FAILED test_forks.py::test_forked_bad" in out and "(in child process" in out, out
+
+
+# --- the child's environment is tdebug's ---
+CLOSES_FDS = """import os, sys
+sys.path.insert(0, {data!r})
+from workers import add
+assert add() < 1e-5
+os.closerange(3, 256)
+print("closed")
+"""
+
+
+def test_a_user_tdebug_py_in_the_working_folder_and_closed_fds_do_not_break_the_worker(tmp_path):
+    (tmp_path / "tdebug.py").write_text("raise SystemExit('the user tdebug.py was imported')\n")
+    (tmp_path / "helper_mod.py").write_text("VALUE = 41\n")  # the script's own imports still work
+    script = tmp_path / "closes_fds.py"
+    script.write_text("import helper_mod\nassert helper_mod.VALUE == 41\n"
+                      + CLOSES_FDS.format(data=str(WORKERS.parent)))
+    p = tdebug("sanitize", script.name, cwd=tmp_path)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "closed" in p.stdout and ": clean (1 case(s)" in out, out
+    assert "Traceback" not in out and "user tdebug.py" not in out, out
+
+
+# --- memory: a cap on the worker, runaway recursion, tdebug's own allocations ---
+RECURSES = """import torch, triton, triton.language as tl
+
+@triton.jit
+def helper(x):
+    return helper(x + 1)
+
+@triton.jit
+def kernel(x_ptr):
+    tl.store(x_ptr, helper(tl.load(x_ptr)))
+
+kernel[(1,)](torch.randn(4))
+"""
+
+
+def test_a_jit_helper_that_recurses_without_end_is_a_recursion_error_at_once(tmp_path):
+    script = tmp_path / "recurses.py"
+    script.write_text(RECURSES)
+    p = tdebug("run", str(script), timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "recurses.py:5: exception: JitRecursionError: @triton.jit function helper is 64 calls deep" in out, out
+    assert "out-of-bounds" not in out and "Traceback" not in out, out
+
+
+def test_the_worker_runs_under_a_memory_cap(tmp_path):
+    script = tmp_path / "big.py"
+    script.write_text("import resource, torch\nprint('cap', resource.getrlimit(resource.RLIMIT_DATA)[0] >> 20)\n"
+                      "torch.empty(8 << 30, dtype=torch.uint8).fill_(1)\n")
+    p = tdebug("run", str(script), env={"TDEBUG_MEMORY_LIMIT": "3000"}, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "cap 3000" in out and "big.py:3: exception: RuntimeError: the program ran out of memory" in out, out
+    from tdebug.child import memory_cap
+
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert memory_cap() == total * 3 // 4 or os.environ.get("TDEBUG_MEMORY_LIMIT")
+
+
+def test_tdebugs_own_allocation_failing_is_could_not_run_and_the_scripts_is_its_exception():
+    import tdebug.sanitize.memory as shadow_module
+    from tdebug.runtime.worker import EXCEPTION_STATUS, exception_finding
+
+    def raise_in(filename: str) -> BaseException:
+        try:
+            exec(compile("raise MemoryError()", filename, "exec"))
+        except MemoryError as exc:
+            return exc
+        raise AssertionError("no MemoryError")
+
+    ours = exception_finding(raise_in(shadow_module.__file__))
+    assert ours.check == "not-checked" and "tdebug ran out of memory" in ours.message
+    assert EXCEPTION_STATUS[ours.check] == "not-checked"  # exit 3: tdebug could not do the job
+    theirs = exception_finding(raise_in("/tmp/user_script.py"))
+    assert theirs.check == "exception" and theirs.file == "/tmp/user_script.py", theirs
+
+
+# --- verdicts and claims ---
+INPLACE = ROOT / "tests" / "cpu" / "data" / "inplace_add_one.py"
+
+
+def test_check_of_an_in_place_kernel_compares_with_the_inputs_before_the_launch():
+    p = tdebug("check", str(INPLACE))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "6 passed, 0 failed" in p.stdout, p.stdout
+
+
+def test_a_variant_on_a_kernel_without_variants_and_a_program_outside_the_grid_are_usage_errors():
+    p = tdebug("run", str(INPLACE), "--variant", "causal")
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "tdebug: error: --variant 'causal': add_one_ has no variants (leave --variant out)"], p.stderr
+    p = tdebug("run", str(INPLACE), "--shape", "200", "--break", "--pid", "3", stdin="c\n" * 5)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith("tdebug: error: program (3) never ran: the grid was 2x1x1"), \
+        p.stderr
+
+
+def test_viz_of_a_program_outside_the_grid_is_a_usage_error(tmp_path):
+    p = tdebug("viz", str(INPLACE), "--shape", "200", "--pid", "999", "--out", str(tmp_path / "pics"))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "never ran: the grid was 2x1x1" in p.stderr and not (tmp_path / "pics").exists(), p.stderr
+
+
+def test_sanitize_dash_dash_pytest_runs_the_suite_under_the_sanitizer(tmp_path):
+    test = tmp_path / "test_kernel.py"
+    test.write_text(f"import sys\nsys.path.insert(0, {str(WORKERS.parent)!r})\nfrom workers import add\n\n"
+                    "def test_clean():\n    assert add() < 1e-5\n\n"
+                    "def test_out_of_bounds():\n    add(masked=False)\n")
+    p = tdebug("sanitize", "--", "pytest", "-q", "-p", "no:cacheprovider", str(test), cwd=tmp_path)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "1 failed, 1 passed" in out and "bounds" in out, out
+    p = tdebug("sanitize", "--", "pytest", "-q", "-p", "no:cacheprovider", str(test), "-k", "nothing", cwd=tmp_path)
+    assert p.returncode == 2 and "nothing was sanitized" in p.stderr, p.stdout + p.stderr
+
+
+# --- ergonomics in the debugger ---
+def test_the_debugger_in_a_pipe_has_no_colour_codes_hides_tdebugs_frames_and_follows_the_header():
+    p = tdebug("run", "kernels/add.py", "--shape", "300", "--break", "--pid", "1", stdin="where\n" + "c\n" * 5)
+    out = p.stdout
+    assert p.returncode == 0, out + p.stderr
+    assert "\x1b[" not in out + p.stderr, out
+    assert "(Pdb++)" in out or "(Pdb)" in out, out
+    assert "add: interpret mode, seed" in out and out.index("add: interpret mode") < out.index("(Pdb"), out
+    where = out.split("where", 1)[-1] if "where" in out else out
+    assert "tdebug/child.py" not in where and "tdebug/runtime/worker.py" not in where, where
+    assert "kernels/add.py(40)add()" in out, out
+
+
+def test_a_script_run_once_per_autotune_config_reads_the_same_stdin_each_time():
+    p = tdebug("sanitize", str(ROOT / "tests" / "cpu" / "data" / "autotuned_reads_stdin.py"), stdin="300\n")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert p.stdout.count("n = 300") == 2 and "run 2 of 2" in out, out
+
+
+def test_pythonwarnings_error_in_the_users_environment_gives_no_traceback_from_tdebug():
+    p = tdebug("run", "kernels/add.py", "--shape", "300", env={"PYTHONWARNINGS": "error"})
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "Traceback" not in out and "ResourceWarning" not in out, out
