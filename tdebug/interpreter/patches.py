@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers
+from . import aliases, block_pointers, compiled
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -211,4 +211,5 @@ def install(exact_values: bool = True) -> None:
         module.install()  # fma wraps bf16's arithmetic: after it
     aliases.install()
     block_pointers.install()
+    compiled.install()  # last: launches from torch.compile'd code run eagerly (after pin_autotune's patch)
     STATE.installed = True

@@ -223,6 +223,9 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
 
     guarded.__signature__ = _signature(original)
     guarded.__name__ = guarded.__qualname__ = getattr(replacement, "__name__", name)
+    # torch._dynamo.disable's marks (interpreter/compiled.py): dynamo reads them on the function it traces.
+    guarded.__dict__.update({k: v for k, v in getattr(replacement, "__dict__", {}).items()
+                             if k.startswith("_torchdynamo")})
     setattr(owner, name, guarded)
     return guarded
 
