@@ -50,9 +50,14 @@ def model(x):
     return square(affine(torch.sin(x))) * 3.0
 
 
-compiled = torch.compile(model, fullgraph="--fullgraph" in sys.argv)
-x = torch.randn(1000)
-got = compiled(x)
-ref = (torch.sin(x.double()) * 2 + 1) ** 2 * 3
-torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-5)
-print("compiled model matches float64")
+def main() -> None:
+    compiled = torch.compile(model, fullgraph="--fullgraph" in sys.argv)
+    x = torch.randn(1000)
+    got = compiled(x)
+    ref = (torch.sin(x.double()) * 2 + 1) ** 2 * 3
+    torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-5)
+    print("compiled model matches float64")
+
+
+if __name__ == "__main__":
+    main()
