@@ -82,6 +82,12 @@ def _run(job: dict, channel: Channel) -> int:
         from .interpreter import limits
 
         limits.install(limits.Limits(**job["limits"]))  # after the sanitizer: checked before its shadows
+    if job.get("repro") and os.environ.get("TRITON_INTERPRET") == "1":
+        from .runtime.repro import ReproWriter
+
+        # after the sanitizer: its launch wrapper counts a launch's findings before this one looks
+        ReproWriter(job["repro"], label=Path(job["target"]).name).install(
+            sanitizer if hasattr(sanitizer, "case_findings") else None)
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
     try:

@@ -15,6 +15,7 @@ from ..check.runner import check_file
 from ..report import Finding, render
 from ..runtime.files import same_file, write_atomic
 from ..runtime.results import JobResult, render_case
+from . import repro
 from .common import (
     SEED,
     TIMEOUT,
@@ -61,7 +62,8 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
 @click.option("--seed", type=SEED, default=None, help="Input seed (default: fresh, printed).")
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("-v", "--verbose", is_flag=True, help="Details for passing cases too.")
-def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> None:
+@repro.option
+def command(targets, all_, device, quick, json_path, seed, timeout, verbose, repro_dir) -> None:
     """Check catalogue kernels against their references: every shape x layout x dtype x autotune config.
 
     Outputs are poisoned before each launch, so elements no program wrote are reported as unwritten,
@@ -76,6 +78,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
     if not files:
         raise click.UsageError("nothing to check: give catalogue files or --all")
     json_file = output_file(json_path, "--json", files)
+    repro_folder = repro.Folder(repro_dir)
     device = resolve_device(device)
     seed = fresh_seed() if seed is None else seed
     click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
@@ -97,7 +100,8 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
                 if sys.stdout.isatty():
                     click.echo(f"\r  [{progress['n']}/{progress['total']}]", nl=False)
 
-        result = check_file(path, quick=quick, device=device, seed=seed, timeout=timeout, on_event=on_event)
+        result = check_file(path, quick=quick, device=device, seed=seed, timeout=timeout, on_event=on_event,
+                            repro=repro_folder.job_value())
         if sys.stdout.isatty():
             click.echo("\r", nl=False)
         if result.fatal:
@@ -116,6 +120,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         bad = sum(not c.ok for c in result.cases) + bool(result.fatal)
         click.echo(f"  {'FAIL' if bad else 'ok  '} {result.kernel or path.name}: "
                    f"{len(result.cases) - bad + bool(result.fatal)}/{len(result.cases) or 1} cases")
+    repro_folder.report()
     if json_file:
         payload = {"tool": "tdebug check", "seed": seed, "device": device, "elapsed": elapsed,
                    "files": [_result_json(p, r, seed, device) for p, r in results]}

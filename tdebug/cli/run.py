@@ -9,6 +9,7 @@ import click
 from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
 from ..runtime.harness import run_job
 from ..runtime.results import render_case
+from . import repro
 from .common import (
     COULD_NOT_RUN,
     TIMEOUT,
@@ -60,7 +61,9 @@ def autotune_lines(cases) -> list[str]:
 @click.option("--pid", default=None, help="With --break: only in this program, e.g. 1 or 1,0.")
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True,
               help="Seconds before a launch is declared hung (off while in the debugger).")
-def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout) -> None:
+@repro.option
+def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout,
+            repro_dir) -> None:
     """Run TARGET (a catalogue file, or any script: arguments after --) and report.
 
     A catalogue file is launched on inputs built from --shape/--dtype/--layout/--seed and checked
@@ -91,6 +94,9 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         job["single"] = True
     elif config is not None:
         job["config"] = config
+    repro_folder = repro.Folder(repro_dir)
+    if repro_folder.root is not None:
+        job["repro"] = repro_folder.job_value()
     interactive = break_lines is not None
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
         from ..sanitize.gpu_debug import run_debug
@@ -100,6 +106,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         result = run_job(job, mode="interpret", timeout=None if interactive else timeout, interactive=interactive)
     if result.fatal:
         raise (click.UsageError if result.fatal_usage else CouldNotRun)(result.fatal)
+    repro_folder.report()
     if kind == TargetKind.SPEC:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
     failed = quit_debugger = False
