@@ -13,8 +13,10 @@ import pytest
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
 from ..interpreter import patches, stores
+from ..runtime.repro import ReproWriter
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
+from .plugin import REPRO_ROOT
 from .testrun import Settings, TestRun, pass_findings, revive, run_test
 from .verdict import VERDICT, TdebugFailure, Verdict, crash_text
 
@@ -41,6 +43,9 @@ class Runner:
         patches.STATE.clamp_config = self.config_index is None
         self.session = SanitizerSession(sorted(self.checks))
         self.session.install()
+        root = config.stash.get(REPRO_ROOT, None)
+        if root:
+            ReproWriter(root).install(self.session)  # after the session: outermost launch wrapper
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started

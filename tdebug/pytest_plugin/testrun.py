@@ -19,6 +19,7 @@ from ..catalogue.poison import poisoned_empty
 from ..interpreter.patches import STATE, LaunchRecord
 from ..interpreter.stores import RECORDER
 from ..report import Finding
+from ..runtime import repro
 from ..runtime.localise import explain
 from ..runtime.worker import Channel, exception_finding
 from .forked import ChildRun, run_forked
@@ -151,6 +152,8 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
         failure = None
         findings: list[dict] = []
         RECORDER.clear()
+        if repro.WRITER is not None:
+            repro.WRITER.begin_case(item.nodeid)
         try:
             if settings.skip:
                 runtest()
@@ -166,6 +169,8 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
                 findings.append(finding.to_dict())
         if not settings.skip:
             findings += [f.to_dict() for f in session.end_case()]
+        if repro.WRITER is not None and findings:
+            repro.WRITER.case_done(findings)
         return {"failure": failure, "findings": findings, "launches": [r.__dict__ for r in STATE.launches]}
 
     return work

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 MARKER = ".tdebug-repro"  # in a folder tdebug made for reproducers
-MAX_BYTES = 256 << 20  # the tensors one reproducer may save
+MAX_BYTES = int(os.environ.get("TDEBUG_REPRO_MAX_MIB", "256")) << 20  # the tensors one reproducer may save
 _RESERVED = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
              "launch_pdl", "debug", "sanitize_overflow", "instrumentation_mode"}
 
@@ -172,7 +172,7 @@ class ReproWriter:
         snap.kwargs = {k: encode(v) for k, v in kwargs.items()}
         if snap.nbytes > self.max_bytes:
             snap.problem = (f"its tensors hold {snap.nbytes / 2**20:.1f} MiB, more than a reproducer saves "
-                            f"({self.max_bytes >> 20} MiB)")
+                            f"({self.max_bytes >> 20} MiB; TDEBUG_REPRO_MAX_MIB raises it)")
             snap.tensors = []
         return snap
 
@@ -207,8 +207,8 @@ class ReproWriter:
         payload = {"tensors": snap.tensors, "expected": {}}
         checks = {}
         for arg, (tensor, rtol, atol) in (expected or {}).items():
-            payload["expected"][arg] = tensor.detach().cpu().to(torch.float64)
-            checks[arg] = {"rtol": rtol, "atol": atol}
+            payload["expected"][str(arg)] = tensor.detach().cpu().to(torch.float64)
+            checks[str(arg)] = {"rtol": rtol, "atol": atol}
         torch.save(payload, folder / "tensors.pt")
         launch = {"kernel": snap.kernel, "module": module.removesuffix(".py"), "source": snap.file,
                   "grid": list(snap.grid), "config": snap.config, "args": snap.args, "kwargs": snap.kwargs,
