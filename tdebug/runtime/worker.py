@@ -371,6 +371,9 @@ def run_script_job(job: dict, channel: Channel, sanitizer) -> None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
     if repro.WRITER is not None:
         repro.WRITER.case_done(result["findings"])
+    if "torch._inductor.codecache" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1":
+        print("tdebug: torch.compile ran: the code inductor generated (C++ on a CPU) is not checked; the Triton "
+              "kernels the script launches itself are", file=sys.stderr)
     faults = take_faults()
     if faults and not any(f["check"] == "internal" for f in result["findings"]):
         internal = internal_finding(faults[0])  # raised in tdebug's patches, caught by the script
