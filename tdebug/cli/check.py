@@ -78,9 +78,11 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose, rep
     if not files:
         raise click.UsageError("nothing to check: give catalogue files or --all")
     json_file = output_file(json_path, "--json", files)
-    repro_folder = repro.Folder(repro_dir)
     device = resolve_device(device)
+    if repro_dir and device != "cpu":
+        raise click.UsageError("--repro works with --device cpu (it saves the interpreter's launches)")
     seed = fresh_seed() if seed is None else seed
+    repro_folder = repro.Folder(repro_dir)
     click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
                + (" (quick)" if quick else ""))
     results: list[tuple[Path, JobResult]] = []

@@ -94,6 +94,8 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         job["single"] = True
     elif config is not None:
         job["config"] = config
+    if repro_dir and mode != "interpret":
+        raise click.UsageError("--repro works under --mode interpret (it saves the interpreter's launches)")
     repro_folder = repro.Folder(repro_dir)
     if repro_folder.root is not None:
         job["repro"] = repro_folder.job_value()
