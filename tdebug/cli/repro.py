@@ -41,7 +41,8 @@ class Folder:
         new = sorted((p for p in self.root.iterdir() if p.is_dir() and p.name not in self.before),
                      key=lambda p: p.stat().st_mtime)
         if not new:
-            click.echo(f"repro: nothing to reproduce (no launch with a finding), {self.root} unchanged")
+            click.echo(f"repro: none written to {self.root}: no launch ended with a finding (a launch that "
+                       "crashed the process leaves none; tdebug sanitize stops the bad access instead)")
         for folder in new:
             script = folder / "repro.py"
             if script.exists():
