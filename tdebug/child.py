@@ -158,6 +158,12 @@ def _setup(job: Job):
 
         # after the sanitizer: checked before its shadows
         limits.install(limits.Limits(job.limits.max_programs, job.limits.max_bytes))
+    if job.repro and os.environ.get("TRITON_INTERPRET") == "1":
+        from .runtime.repro import ReproWriter
+
+        # after the sanitizer: its launch wrapper counts a launch's findings before this one looks
+        ReproWriter(job.repro, label=Path(job.target).name).install(
+            sanitizer if hasattr(sanitizer, "case_findings") else None)
     return sanitizer
 
 

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from . import dynamo
+
 # Bit patterns: signalling-NaN payloads for floats (arithmetic never produces them), 0xA5 bytes for ints.
 _FLOAT_BITS = {
     torch.float32: (torch.int32, 0x7FA5A5A5),
@@ -93,10 +95,21 @@ class Allocations:
 ALLOCATIONS = Allocations()
 
 
+_REINSTALL: list = []  # the poisoned_empty block now open: how to install its wrappers again
+
+
+def _dynamo_loaded() -> None:
+    """torch._dynamo was just imported inside a poisoned_empty block: make its wrappers eager."""
+    for install in _REINSTALL:
+        install()
+
+
 @contextlib.contextmanager
 def poisoned_empty() -> Iterator[Allocations]:
     """Inside the block, torch.empty / empty_like / empty_strided / Tensor.new_empty return poisoned
-    tensors (and remember them), so unwritten outputs and uninitialised reads show."""
+    tensors (and remember them), so unwritten outputs and uninitialised reads show. Called from
+    torch.compile'd code they run eagerly (a graph break), so a compiled caller's buffers are poisoned
+    and remembered too."""
     originals = {
         "empty": torch.empty,
         "empty_like": torch.empty_like,
@@ -107,19 +120,27 @@ def poisoned_empty() -> Iterator[Allocations]:
     def wrap(fn):
         def poisoned(*args, **kwargs):
             t = fn(*args, **kwargs)
-            if t.numel():
+            # Not a FakeTensor (torch.compile's inductor allocates under fake-tensor mode) nor a meta tensor.
+            if t.numel() and type(t) is torch.Tensor and t.device.type != "meta":
                 poison_(t)
                 ALLOCATIONS.add(t)
             return t
 
-        return poisoned
+        return dynamo.eager(poisoned) if dynamo.loaded() else poisoned
 
-    for name, fn in originals.items():
-        setattr(torch, name, wrap(fn))
-    torch.Tensor.new_empty = wrap(original_new_empty)
+    def install() -> None:
+        for name, fn in originals.items():
+            setattr(torch, name, wrap(fn))
+        torch.Tensor.new_empty = wrap(original_new_empty)
+
+    install()
+    _REINSTALL.append(install)
+    if not dynamo.loaded():
+        dynamo.when_loaded(_dynamo_loaded)
     try:
         yield ALLOCATIONS
     finally:
+        _REINSTALL.remove(install)
         for name, fn in originals.items():
             setattr(torch, name, fn)
         torch.Tensor.new_empty = original_new_empty

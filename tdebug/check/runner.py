@@ -14,7 +14,7 @@ def check_file(path: str | Path, *, quick: bool = False, device: str = "cpu", se
                timeout: float = 120.0, reference_from: str | Path | None = None,
                on_event: Callable[[str, dict], None] | None = None, guard: bool | None = None,
                dtypes: list[str] | None = None, layouts: list[str] | None = None,
-               shapes: list[tuple[int, ...]] | None = None) -> JobResult:
+               shapes: list[tuple[int, ...]] | None = None, repro: str | None = None) -> JobResult:
     """Run every case of the file's SPEC (every autotune config separately) with poisoned outputs.
 
     device: "cpu" runs under the interpreter with tdebug's patches; "cuda" runs the compiled kernels
@@ -29,6 +29,7 @@ def check_file(path: str | Path, *, quick: bool = False, device: str = "cpu", se
         guard=(device == "cuda") if guard is None else guard,
         # On a GPU too, each case runs its own autotune config (a config that does not fit is skipped).
         pin_autotune=device == "cuda",
+        repro=repro,  # a folder (runtime/repro.prepare_root): a reproducer per failing launch
     )
     mode = "interpret" if device == "cpu" else "gpu"
     return run_job(job, mode=mode, timeout=timeout, on_event=on_event)

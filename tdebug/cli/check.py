@@ -17,6 +17,7 @@ from ..runtime import device as device_mod
 from ..runtime.files import same_file, write_output
 from ..runtime.results import JobResult, render_case
 from ..runtime.verdict import Verdict
+from . import repro
 from .common import (
     SEED,
     TIMEOUT,
@@ -53,7 +54,8 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
 @executor_option
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("-v", "--verbose", is_flag=True, help="Details for passing cases too.")
-def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> None:
+@repro.option
+def command(targets, all_, device, quick, json_path, seed, timeout, verbose, repro_dir) -> None:
     """Check catalogue kernels against their references: every shape x layout x dtype x autotune config.
 
     Outputs are poisoned before each launch, so elements no program wrote are reported as unwritten,
@@ -72,7 +74,10 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         device = device_mod.resolve(device).value
     except device_mod.NoGpu as e:
         raise CouldNotRun(str(e)) from None
+    if repro_dir and device != "cpu":
+        raise click.UsageError("--repro works with --device cpu (it saves the interpreter's launches)")
     seed = fresh_seed() if seed is None else seed
+    repro_folder = repro.Folder(repro_dir)
     click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
                + (" (quick)" if quick else ""))
     results: list[tuple[Path, JobResult]] = []
@@ -92,7 +97,8 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
                 if sys.stdout.isatty():
                     click.echo(f"\r  [{progress['n']}/{progress['total']}]", nl=False)
 
-        result = check_file(path, quick=quick, device=device, seed=seed, timeout=timeout, on_event=on_event)
+        result = check_file(path, quick=quick, device=device, seed=seed, timeout=timeout, on_event=on_event,
+                            repro=repro_folder.job_value())
         if sys.stdout.isatty():
             click.echo("\r", nl=False)
         if result.fatal:
@@ -112,6 +118,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose) -> 
         bad = sum(not c.ok for c in result.cases) + bool(result.fatal)
         click.echo(f"  {'FAIL' if bad else 'ok  '} {result.kernel or path.name}: "
                    f"{len(result.cases) - bad + bool(result.fatal)}/{len(result.cases) or 1} cases")
+    repro_folder.report()
     if json_file:
         payload = {"tool": "tdebug check", "seed": seed, "device": device, "elapsed": elapsed,
                    "verdict": verdict.to_json(), "files": [_result_json(p, r, seed, device) for p, r in results]}

@@ -12,6 +12,7 @@ from ..runtime.harness import run_job
 from ..runtime.job import Job, Plan
 from ..runtime.results import render_case
 from ..runtime.verdict import COULD_NOT_RUN, Status, Verdict
+from . import repro
 from .common import (
     TIMEOUT,
     CouldNotRun,
@@ -58,7 +59,9 @@ def autotune_lines(cases) -> list[str]:
 @executor_option
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True,
               help="Seconds before a launch is declared hung (off while in the debugger).")
-def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout) -> None:
+@repro.option
+def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout,
+            repro_dir) -> None:
     """Run TARGET (a catalogue file, or any script: arguments after --) and report.
 
     A catalogue file is launched on inputs built from --shape/--dtype/--layout/--seed and checked
@@ -84,9 +87,13 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     if kind == TargetKind.SPEC:
         plan = Plan(device=device, seed=seed, dtypes=(dtype,), layouts=(layout,), shapes=(shape,) if shape else None,
                     configs=(config,) if config is not None else None, variants=(variant,) if variant else None)
+    if repro_dir and mode != "interpret":
+        raise click.UsageError("--repro works under --mode interpret (it saves the interpreter's launches)")
+    repro_folder = repro.Folder(repro_dir)
     job = Job(target=str(Path(target).resolve()), kind=kind, argv=tuple(script_args), plan=plan,
               single=kind == TargetKind.SPEC, config=config if kind == TargetKind.SCRIPT else None,
-              breaks=tuple(break_lines) if break_lines is not None else None, pid=wanted_pid or None)
+              breaks=tuple(break_lines) if break_lines is not None else None, pid=wanted_pid or None,
+              repro=repro_folder.job_value() if repro_folder.root is not None else None)
     interactive = break_lines is not None
     kind_said = False  # the header was printed as the run started
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts
@@ -107,6 +114,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         kind_said = bool(said)
     if result.fatal:
         raise (click.UsageError if result.fatal_usage else CouldNotRun)(result.fatal)
+    repro_folder.report()
     if kind == TargetKind.SPEC and not kind_said:
         click.echo(f"{result.kernel}: {mode} mode, seed {seed}")
     for case in result.cases:

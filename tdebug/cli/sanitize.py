@@ -25,6 +25,7 @@ from ..runtime.verdict import Verdict
 from ..sanitize import sanitize_job
 from ..sanitize.checks import CHOICES
 from ..sanitize.sweep import sanitize_script
+from . import repro
 from .common import (
     COULD_NOT_RUN,
     SEED,
@@ -131,8 +132,9 @@ def _render_result(result: JobResult, target: str, max_findings: int, engines: b
 @click.option("--max-mib", type=click.IntRange(min=0), default=None,
               help="Interpreter pass: stop (with a note) at a launch whose tensor arguments hold more MiB than "
                    "this (0: no cap; default on a GPU 256, on a CPU none).")
+@repro.option
 def command(target, script_args, device, tools, engine, checks, shape, dtype, layout, config, full, seed,
-            max_findings, json_path, keep_log, timeout, max_programs, max_mib) -> None:
+            max_findings, json_path, keep_log, timeout, max_programs, max_mib, repro_dir) -> None:
     """Sanitize TARGET (a catalogue file or any script; its arguments after --), or with no TARGET the
     whole catalogue (kernels/ and bugs/). Exit 1 when anything is found, 0 when clean, 3 when nothing was
     found but some part was not checked (the interpreter pass hit a size cap or could not run the script).
@@ -182,6 +184,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     inputs = [path for path, _ in targets if Path(path).is_file()]
     json_file = output_file(json_path, "--json", inputs)
     output_file(keep_log, "--keep-log", inputs + ([json_file] if json_file else []))
+    repro_folder = repro.Folder(repro_dir)
     if line:  # a note, on stdout: stderr is for the one line of an error
         click.echo(line)
     gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])
@@ -196,6 +199,8 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         job = sanitize_job(path, kind, quick=not full, seed=seed, checks=list(checks) or None,
                            max_findings=0, engine=job_engine, argv=list(script_args), single=shape is not None,
                            shape=shape, dtype=dtype, layout=layout, config=config)
+        if repro_folder.root is not None:
+            job = job.but(repro=repro_folder.job_value())
         started = time.perf_counter()
         engines: dict[str, float] = {}
         notes, coverage = [], []
@@ -236,6 +241,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
                        "coverage": coverage, "cases": [
                            {"label": c.label, "status": c.status, "error": c.error,
                             "findings": [f.to_dict() for f in c.findings]} for c in result.cases]})
+    repro_folder.report()
     ran = _engines_text(use_tools, gpu_interpreter, gpu_tools, job_engine)
     if len(targets) > 1:
         click.echo(f"{'file':48s} {'cases':>5s}  {'findings':30s} {'time':>7s}")

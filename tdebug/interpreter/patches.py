@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers, boolops, constexprs, device_tables, lean, overflow, recursion
+from . import aliases, block_pointers, boolops, compiled, constexprs, device_tables, lean, overflow, recursion
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -87,6 +87,22 @@ def _enable_device_assert() -> None:
         return create_assert
 
     patch(builder, "create_assert", make)
+    from triton.language.semantic import TritonSemantic
+
+    patch(TritonSemantic, "binary_op_sanitize_overflow_impl", _signed_overflow_only)
+
+
+def _signed_overflow_only(original):
+    """Triton's overflow check asserts on unsigned operands too (naming them int32): unsigned arithmetic
+    wraps by definition, and kernels rely on it (Liger's MoE scan adds packed uint32 keys), so only
+    signed operands are checked."""
+
+    def binary_op_sanitize_overflow_impl(*args, **kwargs):
+        if bind(original, args, kwargs).arguments["lhs"].type.scalar.is_int_unsigned():
+            return None
+        return original(*args, **kwargs)
+
+    return binary_op_sanitize_overflow_impl
 
 
 def config_text(config) -> str:
@@ -222,4 +238,5 @@ def install(exact_values: bool = True) -> None:
     constexprs.install()
     overflow.install()
     recursion.install()
+    compiled.install()  # last: launches from torch.compile'd code run eagerly (after pin_autotune's patch)
     STATE.installed = True

@@ -110,6 +110,7 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "BlockPointerHandle": lambda: _interpreter().BlockPointerHandle,
     "TensorDescHandle": lambda: _interpreter().TensorDescHandle,
     "triton": _triton,
+    "TritonSemantic": lambda: importlib.import_module("triton.language.semantic").TritonSemantic,
     # libdevice: the backend-independent stub and the backends' own modules (their functions are replaced).
     "triton.language.extra.libdevice": lambda: importlib.import_module("triton.language.extra.libdevice"),
     "triton.language.extra.cuda.libdevice": lambda: importlib.import_module("triton.language.extra.cuda.libdevice"),
@@ -126,6 +127,7 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_load", ()),
     Internal("InterpreterBuilder", "create_store", ()),
     Internal("InterpreterBuilder", "create_assert", ("condition", "message")),
+    Internal("TritonSemantic", "binary_op_sanitize_overflow_impl", ("lhs",)),  # unsigned operands wrap
     Internal("InterpreterBuilder", "set_grid_dim", ("nx", "ny", "nz")),
     Internal("InterpreterBuilder", "set_grid_idx"),  # the sanitizer's probes past the grid (unwritten)
     # Launches: host copies of the arguments, the grid loop, the way back.
@@ -253,6 +255,9 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
 
     guarded.__signature__ = _signature(original)
     guarded.__name__ = guarded.__qualname__ = getattr(replacement, "__name__", name)
+    # torch._dynamo.disable's marks (interpreter/compiled.py): dynamo reads them on the function it traces.
+    guarded.__dict__.update({k: v for k, v in getattr(replacement, "__dict__", {}).items()
+                             if k.startswith("_torchdynamo")})
     setattr(owner, name, guarded)
     return guarded
 

@@ -13,6 +13,9 @@ MARKER = ("tdebug(checks=None, skip=False, timeout=None): tdebug's sanitizer for
           "overrides --tdebug-timeout")
 
 
+REPRO_ROOT = pytest.StashKey[str | None]()  # --tdebug-repro's folder, as prepared (None: not asked)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tdebug", "tdebug: Triton launches under the CPU interpreter sanitizer")
     group.addoption("--tdebug", action="store_true",
@@ -29,6 +32,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tdebug-catalogue", nargs="?", const="full", choices=["full", "quick"], default=None,
                     help="collect the catalogue's case matrix (kernels/ by default; catalogue files or folders "
                          "given as arguments) as tests, as `tdebug check` plans it; 'quick': its quick shapes")
+    group.addoption("--tdebug-repro", metavar="DIR", default=None,
+                    help="write a reproducer for each launch with a finding under DIR (a folder per launch: the "
+                         "kernel's module, its tensors and arguments, a repro.py for `tdebug sanitize`); a DIR "
+                         "holding files tdebug did not write gets a fresh subfolder")
     group.addoption("--tdebug-seed", type=int, metavar="N", default=None,
                     help="input seed of the catalogue's cases (default: fresh, printed in the summary)")
 
@@ -61,6 +68,15 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..runtime.job import fresh_seed
 
         seed = config.option.tdebug_seed if config.option.tdebug_seed is not None else fresh_seed()
+    if hasattr(config, "workerinput"):
+        config.stash[REPRO_ROOT] = config.workerinput.get("tdebug_repro")
+    elif config.option.tdebug_repro:
+        from ..runtime.repro import ReproError, prepare_root
+
+        try:
+            config.stash[REPRO_ROOT] = str(prepare_root(config.option.tdebug_repro))
+        except ReproError as e:
+            raise pytest.UsageError(str(e).replace("--repro", "--tdebug-repro")) from None
     if config.option.tdebug_catalogue and config.args_source != pytest.Config.ArgsSource.ARGS:
         from ..catalogue.files import repo_root
 

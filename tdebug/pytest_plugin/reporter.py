@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..runtime.files import OutputError, check_output, write_output
+from .plugin import REPRO_ROOT
 
 
 def _inputs(config: pytest.Config) -> list[Path]:
@@ -34,11 +35,14 @@ class Reporter:
         self.seed = seed
         self.json_path: str | None = config.option.tdebug_json
         self.tests: dict[str, dict] = {}
+        self.repro_root: str | None = config.stash.get(REPRO_ROOT, None)
+        self.repro_before = {p.name for p in Path(self.repro_root).iterdir()} if self.repro_root else set()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
         """pytest-xdist: every worker plans the catalogue's cases with the controller's seed."""
         node.workerinput["tdebug_seed"] = self.seed
+        node.workerinput["tdebug_repro"] = self.repro_root
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "tdebug", None)
@@ -75,6 +79,27 @@ class Reporter:
         terminalreporter.write_line(line)
         if self.json_path:
             terminalreporter.write_line(f"tdebug: findings written to {self.json_path}")
+        for line in self.repro_lines():
+            terminalreporter.write_line(line)
+
+    def repro_lines(self) -> list[str]:
+        """One line per reproducer the session wrote: its test and the command that replays it."""
+        if not self.repro_root:
+            return []
+        root = Path(self.repro_root)
+        new = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in self.repro_before)
+        if not new:
+            return [f"tdebug: no launch with a finding: nothing written to {root}"]
+        lines = []
+        for folder in new:
+            text = (folder / "finding.txt").read_text() if (folder / "finding.txt").exists() else ""
+            test = next((t.removeprefix("from: ") for t in text.splitlines() if t.startswith("from: ")), "")
+            if (folder / "repro.py").exists():
+                lines.append(f"tdebug: repro of {test}: tdebug sanitize {folder / 'repro.py'}")
+            else:
+                reason = text.split("NOT WRITTEN: ", 1)[-1].splitlines()[0] if "NOT WRITTEN" in text else "?"
+                lines.append(f"tdebug: repro of {test} not written: {reason}")
+        return lines
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.json_path:

@@ -16,8 +16,10 @@ from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
 from ..interpreter import patches, stores
 from ..runtime.follow import Follower, serialise_launches
+from ..runtime.repro import ReproWriter
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
+from .plugin import REPRO_ROOT
 from .testrun import Settings, TestRun, pass_findings, revive, run_test
 from .verdict import VERDICT, TdebugFailure, Verdict, crash_text
 
@@ -49,6 +51,9 @@ class Runner:
         self.follower = Follower(self.follow_root, self.session, {"sanitize": {"checks": sorted(self.checks)}},
                                  active=False)
         self.follower.install()
+        root = config.stash.get(REPRO_ROOT, None)
+        if root:
+            ReproWriter(root).install(self.session)  # after the session: outermost launch wrapper
         serialise_launches()  # last: the outermost wrapper of a launch
         import torch
 

@@ -20,6 +20,7 @@ from ..catalogue.poison import poisoned_empty
 from ..interpreter.patches import STATE, LaunchRecord
 from ..interpreter.stores import RECORDER
 from ..report import Finding
+from ..runtime import repro
 from ..runtime.localise import explain
 from ..runtime.processes import exit_now
 from ..runtime.worker import Channel, exception_finding
@@ -155,6 +156,8 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
         failure = None
         findings: list[dict] = []
         RECORDER.clear()
+        if repro.WRITER is not None:
+            repro.WRITER.begin_case(item.nodeid)
         try:
             if settings.skip:
                 runtest()
@@ -177,6 +180,8 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
                 followed = follower.collect()
                 findings += followed.findings
                 launches += [{"kernel": "(in a child process)"}] * followed.launches
+        if repro.WRITER is not None and findings:
+            repro.WRITER.case_done(findings)
         return {"failure": failure, "findings": findings, "launches": launches}
 
     return work

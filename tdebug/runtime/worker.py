@@ -24,6 +24,7 @@ from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import Case, load_target
 from ..interpreter.versions import take_faults
 from ..report import Finding
+from . import repro
 from .events import Event, EventKind
 from .job import Job
 from .processes import exit_now
@@ -206,6 +207,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     started, cpu_started = time.perf_counter(), time.process_time()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
     guards = None
+    if repro.WRITER is not None:
+        repro.WRITER.begin_case(f"{Path(target).name} [{case.label()}]")
     try:
         inputs = spec.make_inputs(case)
         if guard_factory is not None:  # GPU modes: guard bands around every tensor argument and allocation
@@ -232,6 +235,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             result["context_lost"] = True
         if sanitizer is not None:
             result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
+        if repro.WRITER is not None:
+            repro.WRITER.case_done(result["findings"])
         result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
     if sanitizer is not None:
@@ -256,6 +261,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
 
         result["localisation"] = localise_case(out, ref, comps, target, case.__dict__)
     ok = all(c.ok for c in comps) and not result["findings"]
+    if repro.WRITER is not None:
+        repro.WRITER.case_done(result["findings"], None if all(c.ok for c in comps) else (out, ref, comps))
     result["status"] = "pass" if ok else "fail"
     result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
     return result
@@ -395,6 +402,8 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None
     # Launches are seen where tdebug's interpreter patches run them (not under triton-viz's own launch path).
     result["launches_known"] = STATE.installed and getattr(sanitizer, "computes_outputs", True)
     STATE.launches = _LaunchEvents(channel)
+    if repro.WRITER is not None:
+        repro.WRITER.begin_case(Path(target).name + (f" {' '.join(job.argv)}" if job.argv else ""))
     if sanitizer is not None:
         sanitizer.begin_case()
     exit_code = 0
@@ -427,6 +436,11 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None
     followed = follower.collect() if follower is not None else None
     if followed is not None:
         result["findings"] += followed.findings
+    if repro.WRITER is not None:
+        repro.WRITER.case_done(result["findings"])
+    if "torch._inductor.codecache" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1":
+        print("tdebug: torch.compile ran: the code inductor generated (C++ on a CPU) is not checked; the Triton "
+              "kernels the script launches itself are", file=sys.stderr)
     faults = take_faults()
     if faults and not any(f["check"] == "internal" for f in result["findings"]):
         internal = internal_finding(faults[0])  # raised in tdebug's patches, caught by the script
