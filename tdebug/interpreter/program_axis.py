@@ -393,8 +393,12 @@ def _reduction(original):
             out = original(shifted, tuple(inputs))
         finally:
             _REDUCING[0] -= 1
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        for t in outs:  # a wrapper below may have rebuilt a result's handle (bf16: rounded back from fp32)
+            if hasattr(t, "handle"):
+                mark(t.handle)
         if flat and getattr(self, "keep_dims", False):  # every axis kept, each of size 1
-            for t in out if isinstance(out, (list, tuple)) else [out]:
+            for t in outs:
                 _keep_all(t, P, rank)
         return out
 

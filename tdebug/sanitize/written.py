@@ -160,7 +160,10 @@ class TorchWrites(TorchDispatchMode):
         return view
 
     def _from_user(self) -> bool:
-        frame = sys._getframe(2)
+        try:
+            frame = sys._getframe(2)
+        except ValueError:  # a shallow stack (autograd's device thread running a backward): not the user's op
+            return False
         while frame is not None and frame.f_code.co_filename.startswith(self._through):
             frame = frame.f_back
         return frame is not None and not frame.f_code.co_filename.startswith(self._ours)
@@ -193,7 +196,10 @@ class TorchWrites(TorchDispatchMode):
             indices=[tuple(i) for i in idx[:MAX_EXAMPLES].tolist()]))
 
     def _user_frame(self):
-        frame = sys._getframe(3)
+        try:
+            frame = sys._getframe(3)
+        except ValueError:
+            return None
         while frame is not None and frame.f_code.co_filename.startswith(self._through + self._ours):
             frame = frame.f_back
         return frame

@@ -305,3 +305,23 @@ def scenario_bf16(seed: int):
     out = torch.empty(4 * 64, dtype=torch.bfloat16)
     bf16_kernel[(4,)](x, y, out, BLOCK=64)
     return out
+
+
+@triton.jit
+def bf16_reductions_kernel(x_ptr, sum_ptr, max_ptr, scan_ptr, N: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + row * N + offs)
+    tl.store(sum_ptr + row, tl.sum(x, axis=0))
+    tl.store(max_ptr + row, tl.max(x, axis=0))
+    tl.store(scan_ptr + row * N + offs, tl.cumsum(x, axis=0))
+
+
+def scenario_bf16_reductions(seed: int):
+    """Reductions and scans on bf16: computed on fp32 values and rounded back once (interpreter/bf16.py)."""
+    x = _rand(seed, 7, 64, dtype=torch.bfloat16)
+    sums = torch.empty(7, dtype=torch.bfloat16)
+    maxes = torch.empty(7, dtype=torch.bfloat16)
+    scans = torch.empty(7, 64, dtype=torch.bfloat16)
+    bf16_reductions_kernel[(7,)](x, sums, maxes, scans, N=64)
+    return sums, maxes, scans
