@@ -10,7 +10,9 @@ programs.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..report import Finding
@@ -77,6 +79,12 @@ def grid_notes(results: list[JobResult]) -> list[Finding]:
     return notes
 
 
+def _parallel_runs(runs: int) -> int:
+    """How many autotune configs' runs may go at once: a quarter of the cores (each run is a Python process
+    beside compute-sanitizer's), one on a small machine (a CPU-only CI box runs them one after another)."""
+    return max(1, min(runs, (os.cpu_count() or 1) // 4))
+
+
 def sanitize_script(job: Job, timeout: float | None = 120.0,
                     progress: Callable[[str], None] | None = None, capture: bool = False) -> JobResult:
     """Sanitize a script under every surviving autotune config (or the one job.config names); capture: keep
@@ -91,7 +99,15 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
         results = [first]
         runs = runs_needed(first)
         name = Path(job.target).name
-        for rank in range(1, runs):
+        ranks = list(range(1, runs))
+        workers = _parallel_runs(len(ranks)) if capture and replay.kind != "file" else 1
+        if workers > 1:  # the GPU's interpreter pass: the other configs' runs at once (independent children)
+            stdins = [replay.stdin() for _ in ranks]
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results += list(pool.map(
+                    lambda rank, stdin: run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout,
+                                                capture=capture, stdin=stdin), ranks, stdins))
+        for rank in ranks if workers == 1 else ():
             if progress is not None:
                 progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
                          f"{rank_label(first, rank)})")
