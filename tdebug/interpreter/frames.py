@@ -40,6 +40,11 @@ def current_pid() -> tuple[int, int, int]:
     return tuple(interpreter_builder.grid_idx or (0, 0, 0))
 
 
+class EngineSignal(Exception):  # noqa: N818 - control flow of the batched engine, never an error
+    """Raised by the batched engine to itself (a batch diverges, an op it does not batch) and caught by its grid
+    loop: never the kernel's error nor tdebug's (program_axis.Divergent, program_axis.Unported)."""
+
+
 class KernelError(Exception):
     """Raised by tdebug on purpose about the kernel (a device_assert that failed, a grid that is no grid,
     a construct the interpreter cannot run): reported as the kernel's, never as an internal error of tdebug."""
@@ -50,7 +55,7 @@ def raised_in_tdebug(exc: BaseException) -> bool:
 
     True when the innermost frame of the traceback is in the tdebug package and the exception is not a
     KernelError; an exception raised in Triton, numpy, torch or the user's code is the kernel's."""
-    if isinstance(exc, KernelError):
+    if isinstance(exc, (KernelError, EngineSignal)):
         return False
     if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
         return raised_in_tdebug(exc.__cause__)  # the interpreter's wrapper: whoever raised what it wraps

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import provenance
+from .frames import EngineSignal
 from .versions import patch
 
 MARK = "_tdebug_batched"
 
 
-class Divergent(Exception):  # noqa: N818 - a control-flow signal, not an error
+class Divergent(EngineSignal):
     """Programs of a batch disagree on a value the kernel uses as a Python bool or index."""
 
     def __init__(self, values: np.ndarray) -> None:
@@ -36,7 +37,7 @@ class Divergent(Exception):  # noqa: N818 - a control-flow signal, not an error
         self.values = values
 
 
-class Unported(Exception):  # noqa: N818 - a control-flow signal, not an error
+class Unported(EngineSignal):
     """An op the batched engine does not run: the launch runs on the serial engine."""
 
     def __init__(self, what: str) -> None:

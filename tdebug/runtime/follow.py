@@ -74,7 +74,7 @@ class Follower:
                 if not follower.away:
                     return original(*args, **kwargs)
                 name = getattr(getattr(args[0] if args else None, "fn", None), "__name__", "kernel")
-                follower._write({"event": "begin", "kernel": name})
+                follower._write({"record": "begin", "kernel": name})
                 try:
                     return original(*args, **kwargs)
                 finally:
@@ -82,7 +82,7 @@ class Follower:
                     if follower.sanitizer is not None:
                         findings = [f.to_dict() for f in follower.sanitizer.end_case()]
                         follower.sanitizer.begin_case()
-                    follower._write({"event": "end", "kernel": name, "findings": findings})
+                    follower._write({"record": "end", "kernel": name, "findings": findings})
 
             return __call__
 
@@ -133,7 +133,7 @@ class Follower:
                     record = json.loads(line)
                 except ValueError:
                     continue
-                if record["event"] == "begin":
+                if record["record"] == "begin":
                     open_launch = record["kernel"]
                     out.launches += 1
                     out.pids.add(pid)

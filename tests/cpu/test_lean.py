@@ -12,7 +12,8 @@ SCRIPT = Path(__file__).parent / "data" / "lean_memo.py"
 
 
 def run(lean: bool) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LEAN": "1" if lean else "0"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LEAN": "1" if lean else "0",
+           "TDEBUG_EXECUTOR": "serial"}  # the per-op path of one program at a time (batches call helpers less)
     proc = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
