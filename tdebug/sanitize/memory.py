@@ -96,20 +96,21 @@ class Shadow:
     member_any: np.ndarray | None  # None: some view covers the whole storage
     stored: bool = False
     written: np.ndarray | None = None  # the allocation's marks across launches, a row per element (written.py)
-    _scratch: np.ndarray | None = None  # -1 everywhere between uses (shared): which program a lane left
+    _low: np.ndarray | None = None  # scratch (between uses: every element INT32_MAX): lowest program per element
+    _high: np.ndarray | None = None  # scratch (between uses: every element -1): highest program per element
 
-    def shared(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray:
-        """Per lane of a batched access: does another program's lane of it touch the same element?"""
-        if self._scratch is None:
-            self._scratch = np.full(self.nbytes // self.elsize, -1, dtype=np.int32)
-        scratch = self._scratch
-        scratch[elems] = lane_pids  # one program's pid survives per element
-        lost = scratch[elems] != lane_pids
-        if lost.any():  # the survivor's lanes of those elements are shared too
-            scratch[elems[lost]] = -2
-            lost |= scratch[elems] == -2
-        scratch[elems] = -1
-        return lost
+    def programs_per_element(self, elems: np.ndarray, lane_pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per lane of a batched access: the lowest and the highest program among the lanes on its element."""
+        if self._low is None:
+            n = self.nbytes // self.elsize
+            self._low = np.full(n, np.iinfo(np.int32).max, dtype=np.int32)
+            self._high = np.full(n, -1, dtype=np.int32)
+        np.minimum.at(self._low, elems, lane_pids)
+        np.maximum.at(self._high, elems, lane_pids)
+        low, high = self._low[elems], self._high[elems]
+        self._low[elems] = np.iinfo(np.int32).max
+        self._high[elems] = -1
+        return low, high
 
     @classmethod
     def create(cls, views: list[ArgView]) -> Shadow:
@@ -197,22 +198,6 @@ class Issue:
 def _lanes_of(linear_pid, sel: np.ndarray):
     """The programs of the lanes `sel` (a batched access), or the one program of the access."""
     return linear_pid[sel] if isinstance(linear_pid, np.ndarray) else linear_pid
-
-
-def _first_program(elems: np.ndarray, lane_pids: np.ndarray, shared: np.ndarray) -> np.ndarray:
-    """Per lane: the lowest program among the lanes of this access that touch the same element (for the lanes
-    `shared` says another program touches too; the lane's own program elsewhere)."""
-    out = lane_pids.copy()
-    if not shared.any():
-        return out
-    idx = np.nonzero(shared)[0]
-    e, p = elems[idx], lane_pids[idx]
-    order = np.lexsort((p, e))
-    e = e[order]
-    starts = np.r_[True, e[1:] != e[:-1]]
-    low = np.maximum.accumulate(np.where(starts, np.arange(e.size), 0))
-    out[idx[order]] = p[order][low]
-    return out
 
 
 class Reach(Protocol):
@@ -430,7 +415,7 @@ class LaunchChecker:
                 ww = (self._unordered(s, "writer", elems, w, linear_pid)
                       | self._unordered(s, "atomic", elems, a, linear_pid))
                 if lanes:  # written by an earlier program of this same op: the serial engine's writer by now
-                    ww |= linear_pid > _first_program(elems, linear_pid, s.shared(elems, linear_pid))
+                    ww |= linear_pid > s.programs_per_element(elems, linear_pid)[0]
                 wr = self._unordered(s, "reader", elems, r, linear_pid) | (s.multi_reader[elems] & (r >= 0))
                 self._report("race", "stores to tensor '{}' elements that another program also writes in the "
                              "same launch, without atomics (write/write race; on a 2-D tile, often a missing "
@@ -454,23 +439,11 @@ class LaunchChecker:
     def _readers(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
         """Reader shadow after the loads of many programs, as the serial engine leaves it after running them in
         program order: an element's first reader stays; a second program reading it marks it read by several."""
-        shared = s.shared(elems, lane_pids)
-        alone = ~shared
-        e, p = elems[alone], lane_pids[alone]  # elements one program of this access reads
-        before = s.reader[e]
-        self._write(s.multi_reader, e[(before >= 0) & (before != p)], True)
-        fresh = before < 0
-        self._write(s.reader, e[fresh], p[fresh])
-        if not shared.any():
-            return
-        e, p = elems[shared], lane_pids[shared]
-        order = np.lexsort((p, e))
-        e, p = e[order], p[order]
-        first = np.r_[True, e[1:] != e[:-1]]
-        ue, low = e[first], p[first]
-        before = s.reader[ue]
-        self._write(s.multi_reader, ue, True)  # two programs of this access read each of them
-        self._write(s.reader, ue, np.where(before >= 0, before, low))
+        low, high = s.programs_per_element(elems, lane_pids)
+        before = s.reader[elems]
+        several = np.where(before >= 0, (low != before) | (high != before), low != high)
+        self._write(s.reader, elems, np.where(before >= 0, before, low))
+        self._write(s.multi_reader, elems[several], True)
 
     # -- undoing a batch (the batched engine splits a batch whose programs diverge, and runs it again) ---------
     def _write(self, array: np.ndarray, elems: np.ndarray, value) -> None:
