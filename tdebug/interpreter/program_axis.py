@@ -149,14 +149,19 @@ def _aligned(values: list) -> list:
     return out
 
 
+def _side_arrays(h):
+    """A handle's per-lane side data (the nan check's origins): arrays that follow the lanes of its data."""
+    return [(k, v) for k, v in vars(h).items()
+            if k not in ("data", "dtype", "attr", MARK) and isinstance(v, np.ndarray)]
+
+
 def slice_program(v, i: int):
     """Program i's part of a value (a batched handle, a list of them, or anything else as it is)."""
     if getattr(v, MARK, False):
         out = copy.copy(v)
         out.data = v.data[i]
-        for key, value in vars(v).items():  # per-lane side data (the nan check's origins) follows the lanes
-            if key not in ("data", "dtype", "attr", MARK) and isinstance(value, np.ndarray) \
-                    and value.shape[:1] == v.data.shape[:1]:
+        for key, value in _side_arrays(v):
+            if value.shape[:1] == v.data.shape[:1]:
                 setattr(out, key, value[i])
         out.__dict__.pop(MARK, None)
         return out
@@ -248,9 +253,8 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict):
         v = _lift(v, rank) if getattr(v, MARK, False) else v
         out = copy.copy(v)
         out.data = np.require(np.broadcast_to(v.data, shape), requirements=["C", "W"])
-        for key, value in vars(v).items():  # per-lane side data (the nan check's origins) follows the lanes
-            if key not in ("data", "dtype", "attr", MARK) and isinstance(value, np.ndarray):
-                setattr(out, key, np.ascontiguousarray(np.broadcast_to(value, shape)))
+        for key, value in _side_arrays(v):
+            setattr(out, key, np.ascontiguousarray(np.broadcast_to(value, shape)))
         return mark(out)
 
     saved = builder.grid_idx

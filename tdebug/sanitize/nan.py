@@ -185,7 +185,7 @@ class NanTracker:
             return TensorHandle(t if t is not None else np.full(a.data.shape, -1, np.int32), int32)
 
         try:
-            if program_axis.CURRENT is not None and any(program_axis.is_batched(a) for a in args):
+            if program_axis.batched_op(args):
                 from triton.runtime.interpreter import interpreter_builder
 
                 moved = getattr(interpreter_builder, name)(*[_same_axis(ids(a), a) for a in args])
