@@ -18,6 +18,7 @@ An op this module cannot batch raises Unported: grid_loop runs the launch on the
 from __future__ import annotations
 
 import copy
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +46,9 @@ class Unported(EngineSignal):
         self.what = what
 
 
+_BATCH_NUMBERS = itertools.count()
+
+
 @dataclass
 class Batch:
     """The programs of one batch, in the serial engine's order: pids[:, i] is program i's (x, y, z)."""
@@ -54,6 +58,7 @@ class Batch:
     effects: int = 0  # stores and atomics run so far
     atomics: int = 0  # atomic ops run so far (a second one would interleave programs unlike the serial order)
     on_first_effect: list = field(default_factory=list)  # callbacks before the first store or atomic
+    serial: int = field(default_factory=lambda: next(_BATCH_NUMBERS))  # unique in the process (a key for listeners)
 
     @property
     def size(self) -> int:

@@ -61,17 +61,99 @@ class StoreRecord:
 
 
 @dataclass
+class BatchStores:
+    """One store op of a batch under the batched engine: the lanes of all its programs, recorded once. It reads
+    as the serial engine's records (one per program with active lanes) through LaunchStores.records."""
+
+    batch: object  # the Batch (records of one batch are expanded together, program by program)
+    pids: np.ndarray  # (3, P): the batch's programs
+    file: str
+    line: int
+    storage: int
+    elsize: int
+    program: np.ndarray  # per recorded lane: its program's index in pids (non-decreasing)
+    offsets: np.ndarray
+    lanes: np.ndarray
+    block: tuple[int, ...]
+    hit: int  # the same for every program of a batch: they all ran the store op as often
+    atomic: bool = False
+
+    def of_program(self, i: int) -> StoreRecord | None:
+        lo, hi = np.searchsorted(self.program, [i, i + 1])
+        if lo == hi:
+            return None
+        pid = (int(self.pids[0, i]), int(self.pids[1, i]), int(self.pids[2, i]))
+        return StoreRecord(pid, self.file, self.line, self.storage, self.elsize, self.offsets[lo:hi],
+                           self.lanes[lo:hi], self.block, self.hit, self.atomic)
+
+
+@dataclass
 class LaunchStores:
     index: int  # 1-based, in launch order
     kernel: str
     grid: tuple[int, int, int] = (1, 1, 1)
     storages: dict[int, StorageInfo] = field(default_factory=dict)
-    records: list[StoreRecord] = field(default_factory=list)
-    scalars: dict[tuple[int, int, int], dict[str, int]] = field(default_factory=dict)  # per program
+    raw: list[StoreRecord | BatchStores] = field(default_factory=list)  # in the order the stores ran
+    # The kernel's integer scalars at each program's first store: one program's, or (batched engine) one value
+    # per program of a batch for the programs `indices` of `pids`.
+    raw_scalars: list[tuple] = field(default_factory=list)
+    _records: list[StoreRecord] | None = field(default=None, repr=False)
+    _scalars: dict | None = field(default=None, repr=False)
+
+    @property
+    def records(self) -> list[StoreRecord]:
+        """One record per program and store op, in the serial engine's order (program by program)."""
+        if self._records is None:
+            out: list[StoreRecord] = []
+            i = 0
+            while i < len(self.raw):
+                r = self.raw[i]
+                if isinstance(r, StoreRecord):
+                    out.append(r)
+                    i += 1
+                    continue
+                j = i
+                while j < len(self.raw) and isinstance(self.raw[j], BatchStores) and self.raw[j].batch is r.batch:
+                    j += 1
+                group = self.raw[i:j]
+                for p in range(r.pids.shape[1]):
+                    out.extend(filter(None, (g.of_program(p) for g in group)))
+                i = j
+            self._records = out
+        return self._records
+
+    @records.setter
+    def records(self, records: list[StoreRecord]) -> None:
+        self.raw = list(records)
+        self._records = None
+
+    @property
+    def scalars(self) -> dict[tuple[int, int, int], dict[str, int]]:
+        """Per program: the kernel's integer scalars at its first store with an active lane."""
+        if self._scalars is None:
+            out: dict[tuple[int, int, int], dict[str, int]] = {}
+            for entry in self.raw_scalars:
+                if len(entry) == 2:
+                    out[entry[0]] = entry[1]
+                    continue
+                pids, indices, every = entry
+                for i in indices.tolist():
+                    pid = (int(pids[0, i]), int(pids[1, i]), int(pids[2, i]))
+                    out[pid] = {k: int(v if np.ndim(v) == 0 else v[i]) for k, v in every.items()}
+            self._scalars = out
+        return self._scalars
+
+    @scalars.setter
+    def scalars(self, scalars: dict) -> None:
+        self.raw_scalars = list(scalars.items())
+        self._scalars = None
+
+    def changed(self) -> None:
+        self._records = self._scalars = None
 
     @property
     def lanes(self) -> int:
-        return sum(r.offsets.size for r in self.records)
+        return sum(r.offsets.size for r in self.raw)
 
 
 class StoreRecorder:
@@ -82,7 +164,8 @@ class StoreRecorder:
         self.installed = False
         self._current: LaunchStores | None = None
         self._ranges: list[tuple[int, int]] = []  # [start, end) of the current launch's storages
-        self._hits: dict[tuple, int] = {}
+        self._hits: dict[tuple, object] = {}
+        self._scalar_pids: set[tuple[int, int, int]] = set()  # programs (serial engine) whose scalars are kept
 
     def clear(self) -> None:
         """Forget every launch (a new case begins): launches are numbered from 1 again."""
@@ -107,6 +190,7 @@ class StoreRecorder:
                 launch.storages[ptr] = StorageInfo(ptr, dev.untyped_storage().data_ptr(), storage.nbytes(), [view])
         self._ranges = sorted((s.host_ptr, s.host_ptr + s.nbytes) for s in launch.storages.values())
         self._hits = {}
+        self._scalar_pids = set()
         self._current = launch
         self.launches.append(launch)
 
@@ -115,16 +199,17 @@ class StoreRecorder:
         launch = self._current
         if launch is None:
             return None
-        return launch, len(launch.records), dict(self._hits), set(launch.scalars)
+        return launch, len(launch.raw), dict(self._hits), len(launch.raw_scalars), set(self._scalar_pids)
 
     def rollback(self, token: tuple | None) -> None:
         if token is None:
             return
-        launch, count, hits, scalars = token
-        del launch.records[count:]
+        launch, count, hits, scalars, scalar_pids = token
+        del launch.raw[count:]
+        self._scalar_pids = scalar_pids
+        del launch.raw_scalars[scalars:]
         self._hits = hits
-        for pid in set(launch.scalars) - scalars:
-            del launch.scalars[pid]
+        launch.changed()
 
     def commit(self, token: tuple | None) -> None:
         pass
@@ -150,15 +235,9 @@ class StoreRecorder:
             scalars = (lambda: scalar_locals(frame)) if frame is not None else None
             self._store_program(launch, current_pid(), scalars, file, line, addresses, mask, elsize, atomic)
             return
-        # The batched engine: the lanes of every program of a batch, a program per row; recorded per program.
-        addresses = np.asarray(addresses)
-        mask = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)
+        # The batched engine: the lanes of every program of a batch, a program per row, recorded in one go.
         every = _integer_scalars(frame) if frame is not None else None
-        for i in range(batch.size):
-            scalars = (lambda i=i: {k: int(v if np.ndim(v) == 0 else v[i]) for k, v in every.items()}) \
-                if every is not None else None
-            self._store_program(launch, batch.pid(i), scalars, file, line, addresses[i],
-                                None if mask is None else mask[i], elsize, atomic)
+        self._store_batch(launch, batch, every, file, line, np.asarray(addresses), mask, elsize, atomic)
 
     def _store_program(self, launch: LaunchStores, pid: tuple[int, int, int], scalars, file: str, line: int,
                        addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
@@ -173,13 +252,54 @@ class StoreRecorder:
             lanes = np.arange(addr.size)
         if not lanes.size:
             return
+        launch.changed()
         for start, end in self._ranges:
             inside = (addr >= start) & (addr < end)
             if inside.any():
-                launch.records.append(StoreRecord(pid, file, line, start, elsize, (addr[inside] - start) // elsize,
-                                                  lanes[inside].astype(np.int64), shape, hit, atomic))
-        if pid not in launch.scalars and scalars is not None:
-            launch.scalars[pid] = scalars()
+                launch.raw.append(StoreRecord(pid, file, line, start, elsize, (addr[inside] - start) // elsize,
+                                              lanes[inside].astype(np.int64), shape, hit, atomic))
+        if pid not in self._scalar_pids and scalars is not None:
+            self._scalar_pids.add(pid)
+            launch.raw_scalars.append((pid, scalars()))
+
+    def _store_batch(self, launch: LaunchStores, batch, every: dict | None, file: str, line: int,
+                     addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
+        """What _store_program records for each program of the batch, for all of them at once."""
+        key = (batch.serial, file, line)
+        hit = self._hits[key] = self._hits.get(key, 0) + 1
+        programs = batch.size
+        block = tuple(addresses.shape[1:])
+        per_program = int(np.prod(block, dtype=np.int64))
+        addr = addresses.reshape(-1).astype(np.uint64, copy=False).view(np.int64)
+        if mask is not None:
+            mask = np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)
+            flat = np.flatnonzero(mask)
+            addr = addr[flat]
+            active = mask.reshape(programs, -1).any(axis=1)
+        else:
+            flat = np.arange(addr.size, dtype=np.int64)
+            active = np.ones(programs, dtype=bool)
+        if not flat.size:
+            return
+        launch.changed()
+        program, lanes = np.divmod(flat, max(1, per_program))
+        for start, end in self._ranges:
+            inside = (addr >= start) & (addr < end)
+            if inside.all():
+                launch.raw.append(BatchStores(batch, batch.pids, file, line, start, elsize, program,
+                                              (addr - start) // elsize, lanes, block, hit, atomic))
+            elif inside.any():
+                launch.raw.append(BatchStores(batch, batch.pids, file, line, start, elsize, program[inside],
+                                              (addr[inside] - start) // elsize, lanes[inside], block, hit, atomic))
+        if every is None:
+            return
+        have_key = (batch.serial, "scalars")
+        have = self._hits.get(have_key)
+        new = active if have is None else active & ~have
+        if new.any():
+            self._hits[have_key] = active if have is None else have | active
+            every = {k: v if np.ndim(v) == 0 else np.array(v) for k, v in every.items()}
+            launch.raw_scalars.append((batch.pids, np.flatnonzero(new), every))
 
 
 def kernel_frame():
