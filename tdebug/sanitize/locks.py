@@ -125,7 +125,7 @@ class LockOrder:
         stamps = self.stamps.get(key)
         if stamps is None:
             # Every access before the first acquire happened at its program's first clock value.
-            stamps = self.stamps[key] = np.ones(shadow.writer.shape, dtype=np.int32)
+            stamps = self.stamps[key] = np.ones(shadow.elements, dtype=np.int32)
         return stamps
 
 

@@ -80,37 +80,66 @@ class ArgView:
         return tuple(idx) if off == 0 else None
 
 
+NONE = -1  # no program (writer, reader, atomic_by)
+
+
 @dataclass
 class Shadow:
-    """Per-storage shadow state for one launch, in elements of `elsize` bytes."""
+    """Per-storage shadow state for one launch, in elements of `elsize` bytes. The per-program tables (writer,
+    reader, atomic_by, multi_reader) are made at their first write: None reads as every element untouched."""
 
     ptr: int
     nbytes: int
     elsize: int
     views: list[ArgView]
     init: np.ndarray
-    writer: np.ndarray
-    reader: np.ndarray
-    multi_reader: np.ndarray
-    atomic_by: np.ndarray
     member_any: np.ndarray | None  # None: some view covers the whole storage
+    writer: np.ndarray | None = None
+    reader: np.ndarray | None = None
+    multi_reader: np.ndarray | None = None
+    atomic_by: np.ndarray | None = None
     stored: bool = False
     written: np.ndarray | None = None  # the allocation's marks across launches, a row per element (written.py)
-    _low: np.ndarray | None = None  # scratch (between uses: every element INT32_MAX): lowest program per element
-    _high: np.ndarray | None = None  # scratch (between uses: every element -1): highest program per element
+    maybe_cold: bool = True  # False: every element held data from the start (init is all True)
+    _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
 
-    def programs_per_element(self, elems: np.ndarray, lane_pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per lane of a batched access: the lowest and the highest program among the lanes on its element."""
-        if self._low is None:
-            n = self.nbytes // self.elsize
-            self._low = np.full(n, np.iinfo(np.int32).max, dtype=np.int32)
-            self._high = np.full(n, -1, dtype=np.int32)
-        np.minimum.at(self._low, elems, lane_pids)
-        np.maximum.at(self._high, elems, lane_pids)
-        low, high = self._low[elems], self._high[elems]
-        self._low[elems] = np.iinfo(np.int32).max
-        self._high[elems] = -1
-        return low, high
+    @property
+    def elements(self) -> int:
+        return self.nbytes // self.elsize
+
+    @property
+    def shift(self) -> int:
+        return self.elsize.bit_length() - 1
+
+    def array(self, dtype: np.dtype) -> np.ndarray:
+        """The storage's memory as a numpy array of `dtype` (its element size): no copy."""
+        memory = self.views[0].tensor.untyped_storage()
+        flat = torch.empty(0, dtype=torch.uint8).set_(memory)
+        return flat.numpy().view(dtype)
+
+    def table(self, name: str) -> np.ndarray:
+        """The table `name`, made now if it is not yet (every element untouched)."""
+        t = getattr(self, name)
+        if t is None:
+            t = np.zeros(self.elements, dtype=bool) if name == "multi_reader" else \
+                np.full(self.elements, NONE, dtype=np.int32)
+            setattr(self, name, t)
+        return t
+
+    def programs_per_element(self, elems: np.ndarray, lane_pids: np.ndarray,
+                             last: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Per lane of a batched access: the first and the last program (in the serial engine's order) among the
+        lanes on its element. A batched access holds its programs' lanes program by program, in that order, so
+        numpy's in-order assignment leaves an element the last lane's program (and, lanes reversed, the first)."""
+        if self._scratch is None:
+            self._scratch = np.empty(self.elements, dtype=np.int32)
+        scratch = self._scratch
+        scratch[elems[::-1]] = lane_pids[::-1]
+        first = scratch[elems]
+        if not last:
+            return first, None
+        scratch[elems] = lane_pids
+        return first, scratch[elems]
 
     @classmethod
     def create(cls, views: list[ArgView]) -> Shadow:
@@ -123,17 +152,18 @@ class Shadow:
             init = ~poison_mask(flat).numpy()
             if written is not None and not init.all():
                 init[: written.shape[0]] |= written.all(axis=1)
+            maybe_cold = not init.all()
         else:
             init = np.ones(n, dtype=bool)
+            maybe_cold = False
         if any(v.full_cover for v in views):
             member_any = None
         else:
             member_any = np.zeros(n, dtype=bool)
             for v in views:
                 member_any |= v.member()
-        return cls(first.storage_ptr, first.storage_bytes, first.elsize, views, init,
-                   np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool),
-                   np.full(n, -1, dtype=np.int32), member_any, written=written)
+        return cls(first.storage_ptr, first.storage_bytes, first.elsize, views, init, member_any, written=written,
+                   maybe_cold=maybe_cold)
 
     def view_of(self, element: int) -> ArgView:
         for v in self.views:
@@ -224,7 +254,11 @@ class LaunchChecker:
         self.shadows.sort(key=lambda s: s.ptr)
         self.issues: dict[tuple, Issue] = {}
         self._pid_of: Callable[[int], tuple[int, int, int]] | None = None  # batched accesses: linear -> (x, y, z)
-        self.undo: list | None = None  # while a batch runs: (array, elements, old values) to undo it
+        self.undo: list | None = None  # while a batch runs: what to put back to undo it (_write)
+        # The last access when every active lane fell in one storage, in bounds: (shadow, byte offsets, element
+        # indices, the active lanes or None for every lane) - what a load needs to read them (gather()).
+        self.resolved: tuple[Shadow, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self._saved: set[tuple[int, str]] = set()  # tables copied whole in this batch
 
     # -- reporting ---------------------------------------------------------------------------------
     def _issue(self, check: str, message: str, where: tuple[str, int], view: ArgView | None,
@@ -259,18 +293,27 @@ class LaunchChecker:
         flat_ptrs = ptrs.reshape(-1)
         has_mask = mask is not None
         how = how or kind
-        active = np.broadcast_to(mask, ptrs.shape).reshape(-1) if has_mask else np.ones(flat_ptrs.shape, bool)
-        lanes = np.nonzero(active)[0]
-        if lanes.size == 0:
-            return None
-        addrs = flat_ptrs[lanes]
+        self.resolved = None
+        if has_mask:
+            active = np.broadcast_to(mask, ptrs.shape).reshape(-1)
+            lanes = np.flatnonzero(active)
+            if lanes.size == 0:
+                return None
+            addrs = flat_ptrs[lanes] if lanes.size < active.size else flat_ptrs
+        else:
+            active = None
+            addrs = flat_ptrs
+            lanes = None  # every lane
+        n = addrs.size
         if isinstance(linear_pid, np.ndarray):
             self._pid_of = pid_of
-            linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)[lanes]
-        bad = np.zeros(lanes.size, dtype=bool)
+            linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)
+            if lanes is not None and n < linear_pid.size:
+                linear_pid = linear_pid[lanes]
+        bad = np.zeros(n, dtype=bool)
         access = (kind, how, pid, linear_pid, where, has_mask)
         home = [s for s in self.shadows if s.ptr == origin] if origin is not None else []
-        unresolved = self._in_storages(home or self.shadows, access, addrs, np.arange(lanes.size), bad)
+        unresolved = self._in_storages(home or self.shadows, access, addrs, None, bad)
         if unresolved.size and self.reach is not None and not home:
             reached = [Shadow.create(views) for views in self.reach.views_for(addrs[unresolved])]
             if reached:
@@ -283,10 +326,30 @@ class LaunchChecker:
                 self._each_program(np.ones(out.size, bool), _lanes_of(linear_pid, unresolved), pid,
                                    lambda m, p: self._outside_all(out[m], how, p, where, has_mask, home))
         if not bad.any():
+            if self.resolved is not None and lanes is not None and n < flat_ptrs.size:
+                self.resolved = self.resolved[:3] + (lanes,)
             return None
-        safe = active.copy()
-        safe[lanes[bad]] = False
+        self.resolved = None
+        safe = active.copy() if active is not None else np.ones(flat_ptrs.size, dtype=bool)
+        safe[bad.nonzero()[0] if lanes is None or n == flat_ptrs.size else lanes[bad]] = False
         return safe.reshape(ptrs.shape)
+
+    def gather(self, dtype: np.dtype, shape: tuple[int, ...], other: np.ndarray | None) -> np.ndarray | None:
+        """What a load of the last access reads (`other` on inactive lanes), straight from the storage's
+        elements this checker resolved; None when it cannot tell (lanes outside one storage, out of bounds, not
+        aligned to the element type): Triton's own load then runs."""
+        if self.resolved is None:
+            return None
+        s, offs, elems, lanes = self.resolved
+        dtype = np.dtype(dtype)
+        if dtype.itemsize != s.elsize or (s.elsize > 1 and (offs & np.uint64(s.elsize - 1)).any()):
+            return None
+        values = s.array(dtype)[elems]
+        if lanes is None:
+            return values.reshape(shape)
+        out = np.array(np.broadcast_to(other, shape), dtype=dtype) if other is not None else np.zeros(shape, dtype)
+        out.reshape(-1)[lanes] = values
+        return out
 
     def _each_program(self, found: np.ndarray, lane_pids, pid, report: Callable) -> None:
         """report(mask, pid) for the lanes in `found`: once (one program), or once per program with such lanes
@@ -299,43 +362,59 @@ class LaunchChecker:
         for p in np.unique(lane_pids[found]):
             report(found & (lane_pids == p), self._pid_of(int(p)))
 
-    def _in_storages(self, shadows: list[Shadow], access: tuple, addrs: np.ndarray, todo: np.ndarray,
+    def _in_storages(self, shadows: list[Shadow], access: tuple, addrs: np.ndarray, todo: np.ndarray | None,
                      bad: np.ndarray) -> np.ndarray:
-        """Check the lanes `todo` (indices into addrs) that fall in these storages; returns the others."""
+        """Check the lanes `todo` (indices into addrs; None: all of them) that fall in these storages; returns
+        the others (indices into addrs)."""
         kind, how, pid, linear_pid, where, has_mask = access
-        unresolved = np.ones(todo.size, dtype=bool)
-        sub = addrs[todo]
+        sub = addrs if todo is None else addrs[todo]
+        unresolved = None
         for s in shadows:
-            inside = (sub >= s.ptr) & (sub < s.ptr + s.nbytes)
-            if not inside.any():
-                continue
-            unresolved &= ~inside
-            sel = todo[np.nonzero(inside)[0]]
-            offs = addrs[sel] - s.ptr
-            elems = (offs // s.elsize).astype(np.int64)
-            lane_pids = _lanes_of(linear_pid, sel)
+            # One unsigned compare per lane: an address below the storage wraps around to a huge offset.
+            offs = sub.astype(np.uint64, copy=False) - np.uint64(s.ptr)
+            inside = offs < np.uint64(s.nbytes)
+            if inside.all():
+                sel = np.arange(sub.size) if todo is None else todo
+                whole = todo is None
+                unresolved = np.zeros(sub.size, dtype=bool)
+            else:
+                if not inside.any():
+                    continue
+                idx = np.flatnonzero(inside)
+                sel = idx if todo is None else todo[idx]
+                offs = offs[idx]
+                whole = False
+                unresolved = ~inside if unresolved is None else unresolved & ~inside
+            elems = (offs >> np.uint64(s.shift)).view(np.int64)
+            if whole and s.member_any is None:
+                self.resolved = (s, offs, elems, None)
+            lane_pids = linear_pid if whole or not isinstance(linear_pid, np.ndarray) else linear_pid[sel]
             if s.member_any is not None:
                 outside_view = ~s.member_any[elems]
-                if outside_view.any() and "bounds" in self.checks:
-                    def report(m, p, s=s, elems=elems):
-                        ex = elems[m]
-                        view = s.view_of(int(ex[0]))
-                        issue = self._issue("bounds", f"{how} outside the elements of tensor '{view.name}' "
-                                            "(inside its storage, between or past the view's rows)", where, view,
-                                            has_mask)
-                        start = view.tensor.storage_offset()
-                        issue.add(int(m.sum()), p, [f"element offset {int(e) - start} from '{view.name}'[0]"
-                                                    for e in ex[:MAX_EXAMPLES]])
-
-                    self._each_program(outside_view, lane_pids, pid, report)
                 if outside_view.any():
+                    if "bounds" in self.checks:
+                        def report(m, p, s=s, elems=elems):
+                            ex = elems[m]
+                            view = s.view_of(int(ex[0]))
+                            issue = self._issue("bounds", f"{how} outside the elements of tensor '{view.name}' "
+                                                "(inside its storage, between or past the view's rows)", where,
+                                                view, has_mask)
+                            start = view.tensor.storage_offset()
+                            issue.add(int(m.sum()), p, [f"element offset {int(e) - start} from '{view.name}'[0]"
+                                                        for e in ex[:MAX_EXAMPLES]])
+
+                        self._each_program(outside_view, lane_pids, pid, report)
                     bad[sel[outside_view]] = True
                     keep = ~outside_view
                     sel, elems = sel[keep], elems[keep]
                     lane_pids = _lanes_of(linear_pid, sel)
             if elems.size:
                 self._shadow_update(kind, s, elems, pid, lane_pids, where)
-        return todo[unresolved]
+            if unresolved is not None and not unresolved.any():
+                break
+        if unresolved is None:
+            return np.arange(sub.size) if todo is None else todo
+        return np.flatnonzero(unresolved) if todo is None else todo[unresolved]
 
     def _outside_all(self, out: np.ndarray, how: str, pid: tuple[int, int, int], where: tuple[str, int],
                      has_mask: bool, home: list[Shadow] | None = None) -> None:
@@ -381,87 +460,115 @@ class LaunchChecker:
         checks = self.checks
         lanes = isinstance(linear_pid, np.ndarray)  # the batched engine: a program per lane
         if kind == "load":
-            if "uninit" in checks:
+            if "uninit" in checks and s.maybe_cold:
                 self._report("uninit", "load of tensor '{}' memory that nothing has written (allocated with "
                              "torch.empty)", s, elems, ~s.init[elems], linear_pid, pid, where)
             if "race" in checks:
-                other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
-                self._report("race", "load of tensor '{}' elements that another program stores to in the same "
-                             "launch (read/write race)", s, elems, other, linear_pid, pid, where)
+                if s.writer is not None:
+                    other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
+                    self._report("race", "load of tensor '{}' elements that another program stores to in the "
+                                 "same launch (read/write race)", s, elems, other, linear_pid, pid, where)
                 if lanes:
                     self._readers(s, elems, linear_pid)
                     return
                 # The reader kept is the last one ordered after the ones before (the first one, without locks).
-                concurrent = self._unordered(s, "reader", elems, s.reader[elems], linear_pid)
-                mine = elems[~concurrent]
-                self._write(s.reader, mine, linear_pid)
-                self._write(s.multi_reader, elems[concurrent], True)
+                if s.reader is None:
+                    mine, concurrent = elems, None
+                else:
+                    concurrent = self._unordered(s, "reader", elems, s.reader[elems], linear_pid)
+                    mine = elems[~concurrent]
+                self._write(s, "reader", mine, linear_pid)
+                if concurrent is not None and concurrent.any():
+                    self._write(s, "multi_reader", elems[concurrent], True)
                 self._stamp(s, "reader", mine)
             return
         # store or atomic
         if self.undo is not None and not s.stored:
-            self.undo.append((s, "stored", None, False))
+            self.undo.append((s, "stored", None))
         s.stored = True
-        if kind != "store" and "uninit" in checks:
+        if kind != "store" and "uninit" in checks and s.maybe_cold:
             # An atomic reads the old value before it writes: on torch.empty memory it adds to garbage.
             self._report("uninit", "atomic read-modify-write of tensor '{}' memory that nothing has written "
                          "(allocated with torch.empty): it combines with garbage", s, elems, ~s.init[elems],
                          linear_pid, pid, where)
         if "race" in checks:
             if kind == "store":
-                w = s.writer[elems]
-                a = s.atomic_by[elems]
-                r = s.reader[elems]
-                ww = (self._unordered(s, "writer", elems, w, linear_pid)
-                      | self._unordered(s, "atomic", elems, a, linear_pid))
-                if lanes:  # written by an earlier program of this same op: the serial engine's writer by now
-                    ww |= linear_pid > s.programs_per_element(elems, linear_pid)[0]
-                wr = self._unordered(s, "reader", elems, r, linear_pid) | (s.multi_reader[elems] & (r >= 0))
+                ww = self._unordered(s, "writer", elems, s.writer[elems], linear_pid) \
+                    if s.writer is not None else np.zeros(elems.size, dtype=bool)
+                if s.atomic_by is not None:
+                    ww |= self._unordered(s, "atomic", elems, s.atomic_by[elems], linear_pid)
+                if lanes:  # stored by an earlier program of this same op: the serial engine's writer by now
+                    ww |= linear_pid != s.programs_per_element(elems, linear_pid, last=False)[0]
                 self._report("race", "stores to tensor '{}' elements that another program also writes in the "
                              "same launch, without atomics (write/write race; on a 2-D tile, often a missing "
                              "column mask spilling into the next row)", s, elems, ww, linear_pid, pid, where)
-                self._report("race", "stores to tensor '{}' elements that another program reads in the same "
-                             "launch (read/write race)", s, elems, wr & ~ww, linear_pid, pid, where)
-            else:
+                if s.reader is not None:
+                    r = s.reader[elems]
+                    wr = self._unordered(s, "reader", elems, r, linear_pid)
+                    if s.multi_reader is not None:
+                        wr |= s.multi_reader[elems] & (r >= 0)
+                    self._report("race", "stores to tensor '{}' elements that another program reads in the same "
+                                 "launch (read/write race)", s, elems, wr & ~ww, linear_pid, pid, where)
+            elif s.writer is not None:
                 mixed = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                 self._report("race", "atomic on tensor '{}' elements that another program writes with a plain "
                              "store in the same launch", s, elems, mixed, linear_pid, pid, where)
         if kind == "store":
-            self._write(s.writer, elems, linear_pid)  # lanes in program order: the last program's stays
+            self._write(s, "writer", elems, linear_pid)  # lanes in program order: the last program's stays
             self._stamp(s, "writer", elems)
         else:
-            self._write(s.atomic_by, elems, linear_pid)
+            self._write(s, "atomic_by", elems, linear_pid)
             self._stamp(s, "atomic", elems)
-        self._write(s.init, elems, True)
+        if s.maybe_cold:
+            self._write(s, "init", elems, True)
         if s.written is not None:
-            self._write(s.written, elems, True)
+            self._write(s, "written", elems, True)
 
     def _readers(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
         """Reader shadow after the loads of many programs, as the serial engine leaves it after running them in
         program order: an element's first reader stays; a second program reading it marks it read by several."""
-        low, high = s.programs_per_element(elems, lane_pids)
-        before = s.reader[elems]
-        several = np.where(before >= 0, (low != before) | (high != before), low != high)
-        self._write(s.reader, elems, np.where(before >= 0, before, low))
-        self._write(s.multi_reader, elems[several], True)
+        first, last = s.programs_per_element(elems, lane_pids)
+        if s.reader is None:
+            several = first != last
+            self._write(s, "reader", elems, first)
+        else:
+            before = s.reader[elems]
+            several = np.where(before >= 0, (first != before) | (last != before), first != last)
+            self._write(s, "reader", elems, np.where(before >= 0, before, first))
+        if several.any():
+            self._write(s, "multi_reader", elems[several], True)
 
     # -- undoing a batch (the batched engine splits a batch whose programs diverge, and runs it again) ---------
-    def _write(self, array: np.ndarray, elems: np.ndarray, value) -> None:
-        if self.undo is not None and elems.size:
-            self.undo.append((array, elems, array[elems].copy(), None))
-        array[elems] = value
+    def _write(self, s: Shadow, name: str, elems: np.ndarray, value) -> None:
+        """s.<name>[elems] = value, undoable while a batch runs: a table small beside the write is copied whole
+        once per batch, a larger one keeps the elements' old values."""
+        if not elems.size:
+            return
+        array = getattr(s, name)
+        if self.undo is not None:
+            if array is None:
+                self.undo.append((s, name, None))  # made in this batch: rolled back to none
+                self._saved.add((id(s), name))
+            elif (id(s), name) not in self._saved:
+                if array.size <= 4 * elems.size:
+                    self.undo.append((s, name, array.copy()))
+                    self._saved.add((id(s), name))
+                else:
+                    self.undo.append((array, elems, array[elems]))
+        s.table(name)[elems] = value
 
     def checkpoint(self) -> tuple:
         """Start recording what this launch's checks change, to roll back to here."""
         self.undo = []
+        self._saved = set()
         return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows))
 
     def rollback(self, token: tuple) -> None:
-        for array, elems, old, _ in reversed(self.undo or []):
-            if isinstance(elems, str):
-                array.stored = False
+        for target, what, old in reversed(self.undo or []):
+            if isinstance(target, Shadow):
+                setattr(target, what, False if what == "stored" else old)
             else:
-                array[elems] = old
+                target[what] = old
         self.issues, self.shadows = token
         self.undo = None
 

@@ -127,6 +127,10 @@ class SanitizerSession:
                     safe = session._check(kind, call.arguments[pointer], mask)
                     if safe is not None:
                         call.arguments["mask"] = handle(safe, mask.dtype)
+                    elif kind == "load" and program_axis.lane_programs() is not None:
+                        loaded = session._gather(call.arguments["ptrs"], call.arguments["other"])
+                        if loaded is not None:
+                            return loaded
                     return original(*call.args, **call.kwargs)
 
                 return op
@@ -282,6 +286,18 @@ class SanitizerSession:
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
         return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
                               provenance.origin(ptrs))
+
+    def _gather(self, ptrs, other):
+        """A batched load read by numpy from the elements the checker just resolved (Triton's load walks the
+        lanes one by one in C++: the largest single cost of a batched sanitize); None: let Triton load."""
+        from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+
+        checker = self.current
+        if checker is None or self.probing is not None:
+            return None
+        dtype_tt = ptrs.get_element_ty()
+        data = checker.gather(_get_np_dtype(dtype_tt), ptrs.data.shape, None if other is None else other.data)
+        return None if data is None else TensorHandle(data, dtype_tt)
 
     def _tensor_name(self, addr: int) -> str:
         """The name of the launch's tensor argument whose storage holds a byte address ('' if none)."""

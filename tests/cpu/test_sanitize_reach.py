@@ -111,7 +111,7 @@ def test_kernel_with_its_own_triton_viz_trace_is_sanitized_by_tdebug():
 
 def test_lock_orders_only_what_it_protects():
     order = LockOrder()
-    shadow = type("Shadow", (), {"writer": np.full(4, -1, dtype=np.int32)})()
+    shadow = type("Shadow", (), {"elements": 4})()
     elems = np.arange(4)
     order.enter(0, 3)
     order.acquire(0x100)
