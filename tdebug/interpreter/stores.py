@@ -62,29 +62,45 @@ class StoreRecord:
 
 @dataclass
 class BatchStores:
-    """One store op of a batch under the batched engine: the lanes of all its programs, recorded once. It reads
-    as the serial engine's records (one per program with active lanes) through LaunchStores.records."""
+    """One store op of a batch under the batched engine: the addresses and mask of all its programs, kept as
+    they are; LaunchStores.records reads them as the serial engine's records (program_records per program)."""
 
     batch: object  # the Batch (records of one batch are expanded together, program by program)
     pids: np.ndarray  # (3, P): the batch's programs
     file: str
     line: int
-    storage: int
+    ranges: list[tuple[int, int]]  # the launch's storages
     elsize: int
-    program: np.ndarray  # per recorded lane: its program's index in pids (non-decreasing)
-    offsets: np.ndarray
-    lanes: np.ndarray
-    block: tuple[int, ...]
+    addresses: np.ndarray  # (P,) + block
+    mask: np.ndarray | None  # (P,) + block, or None: every lane
     hit: int  # the same for every program of a batch: they all ran the store op as often
-    atomic: bool = False
+    atomic: bool
+    lanes: int  # active lanes, all programs
 
-    def of_program(self, i: int) -> StoreRecord | None:
-        lo, hi = np.searchsorted(self.program, [i, i + 1])
-        if lo == hi:
-            return None
+    def of_program(self, i: int) -> list[StoreRecord]:
         pid = (int(self.pids[0, i]), int(self.pids[1, i]), int(self.pids[2, i]))
-        return StoreRecord(pid, self.file, self.line, self.storage, self.elsize, self.offsets[lo:hi],
-                           self.lanes[lo:hi], self.block, self.hit, self.atomic)
+        return program_records(pid, self.file, self.line, self.ranges, self.addresses[i],
+                               None if self.mask is None else self.mask[i], self.elsize, self.hit, self.atomic)
+
+
+def program_records(pid: tuple[int, int, int], file: str, line: int, ranges: list[tuple[int, int]],
+                    addresses: np.ndarray, mask: np.ndarray | None, elsize: int, hit: int,
+                    atomic: bool) -> list[StoreRecord]:
+    """One program's store: a record per storage it reached, its active lanes' element offsets there."""
+    shape = tuple(np.shape(addresses))
+    addr = np.asarray(addresses).reshape(-1).astype(np.uint64, copy=False).view(np.int64)
+    if mask is not None:
+        lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), shape))
+        addr = addr[lanes]
+    else:
+        lanes = np.arange(addr.size)
+    records = []
+    for start, end in ranges if lanes.size else ():
+        inside = (addr >= start) & (addr < end)
+        if inside.any():
+            records.append(StoreRecord(pid, file, line, start, elsize, (addr[inside] - start) // elsize,
+                                       lanes[inside].astype(np.int64), shape, hit, atomic))
+    return records
 
 
 @dataclass
@@ -117,7 +133,8 @@ class LaunchStores:
                     j += 1
                 group = self.raw[i:j]
                 for p in range(r.pids.shape[1]):
-                    out.extend(filter(None, (g.of_program(p) for g in group)))
+                    for g in group:
+                        out.extend(g.of_program(p))
                 i = j
             self._records = out
         return self._records
@@ -153,7 +170,7 @@ class LaunchStores:
 
     @property
     def lanes(self) -> int:
-        return sum(r.offsets.size for r in self.raw)
+        return sum(r.lanes if isinstance(r, BatchStores) else r.offsets.size for r in self.raw)
 
 
 class StoreRecorder:
@@ -243,54 +260,33 @@ class StoreRecorder:
                        addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
         key = (pid, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1  # counted with every lane masked off too
-        shape = tuple(np.shape(addresses))
-        addr = np.asarray(addresses).reshape(-1).astype(np.uint64, copy=False).view(np.int64)
-        if mask is not None:
-            lanes = np.flatnonzero(np.broadcast_to(np.asarray(mask, dtype=bool), shape))
-            addr = addr[lanes]
-        else:
-            lanes = np.arange(addr.size)
-        if not lanes.size:
+        if mask is not None and not np.any(mask):
             return
         launch.changed()
-        for start, end in self._ranges:
-            inside = (addr >= start) & (addr < end)
-            if inside.any():
-                launch.raw.append(StoreRecord(pid, file, line, start, elsize, (addr[inside] - start) // elsize,
-                                              lanes[inside].astype(np.int64), shape, hit, atomic))
+        launch.raw.extend(program_records(pid, file, line, self._ranges, addresses, mask, elsize, hit, atomic))
         if pid not in self._scalar_pids and scalars is not None:
             self._scalar_pids.add(pid)
             launch.raw_scalars.append((pid, scalars()))
 
     def _store_batch(self, launch: LaunchStores, batch, every: dict | None, file: str, line: int,
                      addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
-        """What _store_program records for each program of the batch, for all of them at once."""
+        """What _store_program records for each program of the batch, for all of them at once: the arrays are
+        kept (the batched engine's own copies) and read per program only when the records are."""
         key = (batch.serial, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1
         programs = batch.size
-        block = tuple(addresses.shape[1:])
-        per_program = int(np.prod(block, dtype=np.int64))
-        addr = addresses.reshape(-1).astype(np.uint64, copy=False).view(np.int64)
         if mask is not None:
             mask = np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)
-            flat = np.flatnonzero(mask)
-            addr = addr[flat]
+            lanes = int(np.count_nonzero(mask))
             active = mask.reshape(programs, -1).any(axis=1)
         else:
-            flat = np.arange(addr.size, dtype=np.int64)
+            lanes = addresses.size
             active = np.ones(programs, dtype=bool)
-        if not flat.size:
+        if not lanes:
             return
         launch.changed()
-        program, lanes = np.divmod(flat, max(1, per_program))
-        for start, end in self._ranges:
-            inside = (addr >= start) & (addr < end)
-            if inside.all():
-                launch.raw.append(BatchStores(batch, batch.pids, file, line, start, elsize, program,
-                                              (addr - start) // elsize, lanes, block, hit, atomic))
-            elif inside.any():
-                launch.raw.append(BatchStores(batch, batch.pids, file, line, start, elsize, program[inside],
-                                              (addr[inside] - start) // elsize, lanes[inside], block, hit, atomic))
+        launch.raw.append(BatchStores(batch, batch.pids, file, line, self._ranges, elsize, addresses, mask, hit,
+                                      atomic, lanes))
         if every is None:
             return
         have_key = (batch.serial, "scalars")

@@ -102,6 +102,7 @@ class Shadow:
     written: np.ndarray | None = None  # the allocation's marks across launches, a row per element (written.py)
     maybe_cold: bool = True  # False: every element held data from the start (init is all True)
     _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
+    _bytes: np.ndarray | None = None  # the storage's memory (array())
 
     @property
     def elements(self) -> int:
@@ -113,9 +114,10 @@ class Shadow:
 
     def array(self, dtype: np.dtype) -> np.ndarray:
         """The storage's memory as a numpy array of `dtype` (its element size): no copy."""
-        memory = self.views[0].tensor.untyped_storage()
-        flat = torch.empty(0, dtype=torch.uint8).set_(memory)
-        return flat.numpy().view(dtype)
+        if self._bytes is None:
+            memory = self.views[0].tensor.untyped_storage()
+            self._bytes = torch.empty(0, dtype=torch.uint8).set_(memory).numpy()
+        return self._bytes.view(dtype)
 
     def table(self, name: str) -> np.ndarray:
         """The table `name`, made now if it is not yet (every element untouched)."""
@@ -333,23 +335,6 @@ class LaunchChecker:
         safe = active.copy() if active is not None else np.ones(flat_ptrs.size, dtype=bool)
         safe[bad.nonzero()[0] if lanes is None or n == flat_ptrs.size else lanes[bad]] = False
         return safe.reshape(ptrs.shape)
-
-    def gather(self, dtype: np.dtype, shape: tuple[int, ...], other: np.ndarray | None) -> np.ndarray | None:
-        """What a load of the last access reads (`other` on inactive lanes), straight from the storage's
-        elements this checker resolved; None when it cannot tell (lanes outside one storage, out of bounds, not
-        aligned to the element type): Triton's own load then runs."""
-        if self.resolved is None:
-            return None
-        s, offs, elems, lanes = self.resolved
-        dtype = np.dtype(dtype)
-        if dtype.itemsize != s.elsize or (s.elsize > 1 and (offs & np.uint64(s.elsize - 1)).any()):
-            return None
-        values = s.array(dtype)[elems]
-        if lanes is None:
-            return values.reshape(shape)
-        out = np.array(np.broadcast_to(other, shape), dtype=dtype) if other is not None else np.zeros(shape, dtype)
-        out.reshape(-1)[lanes] = values
-        return out
 
     def _each_program(self, found: np.ndarray, lane_pids, pid, report: Callable) -> None:
         """report(mask, pid) for the lanes in `found`: once (one program), or once per program with such lanes

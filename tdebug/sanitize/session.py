@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import grid_loop, program_axis, provenance
+from ..interpreter import grid_loop, program_axis, provenance, resolved_memory
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patch
@@ -127,10 +127,6 @@ class SanitizerSession:
                     safe = session._check(kind, call.arguments[pointer], mask)
                     if safe is not None:
                         call.arguments["mask"] = handle(safe, mask.dtype)
-                    elif kind == "load" and program_axis.lane_programs() is not None:
-                        loaded = session._gather(call.arguments["ptrs"], call.arguments["other"])
-                        if loaded is not None:
-                            return loaded
                     return original(*call.args, **call.kwargs)
 
                 return op
@@ -250,6 +246,7 @@ class SanitizerSession:
         return checker
 
     def _check(self, kind: str, ptrs, mask) -> np.ndarray | None:
+        resolved_memory.publish(None)
         checker = self.current if self.probing is None else self.probing[2]
         if checker is None:
             return None
@@ -284,20 +281,13 @@ class SanitizerSession:
                 mask_data = None
         if not checker.shadows and (checker.reach is None or not checker.reach.bases.size):
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
-        return checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
+        safe = checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
                               provenance.origin(ptrs))
-
-    def _gather(self, ptrs, other):
-        """A batched load read by numpy from the elements the checker just resolved (Triton's load walks the
-        lanes one by one in C++: the largest single cost of a batched sanitize); None: let Triton load."""
-        from triton.runtime.interpreter import TensorHandle, _get_np_dtype
-
-        checker = self.current
-        if checker is None or self.probing is not None:
-            return None
-        dtype_tt = ptrs.get_element_ty()
-        data = checker.gather(_get_np_dtype(dtype_tt), ptrs.data.shape, None if other is None else other.data)
-        return None if data is None else TensorHandle(data, dtype_tt)
+        if batch is not None and safe is None and checker.resolved is not None and kind != "atomic":
+            s, offsets, elements, lanes = checker.resolved
+            resolved_memory.publish(resolved_memory.Resolved(ptrs.data, None if mask is None else mask.data,
+                                                             s.array, s.elsize, offsets, elements, lanes))
+        return safe
 
     def _tensor_name(self, addr: int) -> str:
         """The name of the launch's tensor argument whose storage holds a byte address ('' if none)."""

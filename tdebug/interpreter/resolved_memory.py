@@ -1,0 +1,100 @@
+"""Batched loads and stores done by numpy on elements a listener already resolved: the sanitizer's checker maps
+every active lane of a batched memory op to an element of one storage before the op runs, and Triton's
+interpreter would walk the same lanes again, one at a time in C++ (the largest single cost of a batched sanitize).
+The innermost wrappers of create_masked_load / create_masked_store use that resolution when it is for exactly
+the op's pointer and mask arrays; otherwise (no listener, a lane out of bounds, several storages, an unaligned
+or retyped pointer) Triton's own op runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import program_axis
+from .versions import bind, patch
+
+
+@dataclass
+class Resolved:
+    """Every active lane of one batched memory op, as elements of one storage."""
+
+    ptrs: np.ndarray  # the op's pointer array: the resolution holds for this very array
+    mask: np.ndarray | None  # the op's mask array (None: the op has none)
+    memory: Callable[[np.dtype], np.ndarray]  # the storage's bytes as an array of a dtype (no copy)
+    elsize: int
+    offsets: np.ndarray  # per active lane, its byte offset into the storage (uint64)
+    elements: np.ndarray  # per active lane, its element index (int64)
+    lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane)
+
+
+LAST: list[Resolved | None] = [None]
+
+
+def publish(resolved: Resolved | None) -> None:
+    """The resolution of the batched memory op about to run (None: none)."""
+    LAST[0] = resolved
+
+
+def _take(ptrs, mask, dtype: np.dtype) -> Resolved | None:
+    r, LAST[0] = LAST[0], None
+    if r is None or program_axis.lane_programs() is None or r.ptrs is not ptrs.data:
+        return None
+    if (r.mask is None) != (mask is None) or (mask is not None and r.mask is not mask.data):
+        return None
+    if dtype.itemsize != r.elsize or (r.elsize > 1 and (r.offsets & np.uint64(r.elsize - 1)).any()):
+        return None
+    return r
+
+
+def _load(original):
+    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+
+    def create_masked_load(*args, **kwargs):
+        if LAST[0] is None:
+            return original(*args, **kwargs)
+        a = bind(original, args, kwargs).arguments
+        ptrs, mask, other = a["ptrs"], a["mask"], a["other"]
+        dtype_tt = ptrs.get_element_ty()
+        dtype = np.dtype(_get_np_dtype(dtype_tt))
+        r = _take(ptrs, mask, dtype)
+        if r is None:
+            return original(*args, **kwargs)
+        values = r.memory(dtype)[r.elements]
+        shape = ptrs.data.shape
+        if r.lanes is None:
+            return TensorHandle(values.reshape(shape), dtype_tt)
+        out = np.array(np.broadcast_to(other.data, shape), dtype=dtype) if other is not None \
+            else np.zeros(shape, dtype)
+        out.reshape(-1)[r.lanes] = values
+        return TensorHandle(out, dtype_tt)
+
+    return create_masked_load
+
+
+def _store(original):
+    def create_masked_store(*args, **kwargs):
+        if LAST[0] is None:
+            return original(*args, **kwargs)
+        a = bind(original, args, kwargs).arguments
+        ptrs, value, mask = a["ptrs"], a["value"], a["mask"]
+        values = np.asarray(value.data)
+        r = _take(ptrs, mask, values.dtype)
+        if r is None or values.shape != ptrs.data.shape:
+            return original(*args, **kwargs)
+        flat = values.reshape(-1)
+        # Lanes in the serial engine's program order: on an element stored by several, the last one stays.
+        r.memory(values.dtype)[r.elements] = flat if r.lanes is None else flat[r.lanes]
+        return None
+
+    return create_masked_store
+
+
+def install() -> None:
+    """Innermost: right above Triton's own load and store (before every other patch of them)."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    patch(builder, "create_masked_load", _load)
+    patch(builder, "create_masked_store", _store)
