@@ -100,6 +100,8 @@ class Shadow:
     atomic_by: np.ndarray | None = None
     stored: bool = False
     written: np.ndarray | None = None  # the allocation's marks across launches, a row per element (written.py)
+    marks: np.ndarray | None = None  # the same marks, one word per element (written: every byte of a row set)
+    marked: int = 0  # a word with every byte set to True
     maybe_cold: bool = True  # False: every element held data from the start (init is all True)
     _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
     _bytes: np.ndarray | None = None  # the storage's memory (array())
@@ -133,6 +135,8 @@ class Shadow:
         """Per lane of a batched access: the first and the last program (in the serial engine's order) among the
         lanes on its element. A batched access holds its programs' lanes program by program, in that order, so
         numpy's in-order assignment leaves an element the last lane's program (and, lanes reversed, the first)."""
+        if elems.size < 2 or bool((elems[1:] > elems[:-1]).all()):
+            return lane_pids, lane_pids  # no element twice (the common case: each program its own row)
         if self._scratch is None:
             self._scratch = np.empty(self.elements, dtype=np.int32)
         scratch = self._scratch
@@ -164,8 +168,12 @@ class Shadow:
             member_any = np.zeros(n, dtype=bool)
             for v in views:
                 member_any |= v.member()
+        marks, marked = None, 0
+        if written is not None and first.elsize in (1, 2, 4, 8) and written.flags.c_contiguous:
+            marks = written.reshape(-1).view(np.dtype(f"u{first.elsize}"))  # a view: writes mark the bytes
+            marked = int.from_bytes(b"\x01" * first.elsize, "little")
         return cls(first.storage_ptr, first.storage_bytes, first.elsize, views, init, member_any, written=written,
-                   maybe_cold=maybe_cold)
+                   marks=marks, marked=marked, maybe_cold=maybe_cold)
 
     def view_of(self, element: int) -> ArgView:
         for v in self.views:
@@ -260,7 +268,7 @@ class LaunchChecker:
         # The last access when every active lane fell in one storage, in bounds: (shadow, byte offsets, element
         # indices, the active lanes or None for every lane) - what a load needs to read them (gather()).
         self.resolved: tuple[Shadow, np.ndarray, np.ndarray, np.ndarray | None] | None = None
-        self._saved: set[tuple[int, str]] = set()  # tables copied whole in this batch
+        self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
 
     # -- reporting ---------------------------------------------------------------------------------
     def _issue(self, check: str, message: str, where: tuple[str, int], view: ArgView | None,
@@ -458,13 +466,15 @@ class LaunchChecker:
                     return
                 # The reader kept is the last one ordered after the ones before (the first one, without locks).
                 if s.reader is None:
-                    mine, concurrent = elems, None
+                    self._write(s, "reader", elems, linear_pid)
+                    mine = elems
                 else:
-                    concurrent = self._unordered(s, "reader", elems, s.reader[elems], linear_pid)
+                    before = s.reader[elems]
+                    concurrent = self._unordered(s, "reader", elems, before, linear_pid)
                     mine = elems[~concurrent]
-                self._write(s, "reader", mine, linear_pid)
-                if concurrent is not None and concurrent.any():
-                    self._write(s, "multi_reader", elems[concurrent], True)
+                    self._write(s, "reader", mine, linear_pid, before[~concurrent])
+                    if concurrent.any():
+                        self._mark_several(s, elems[concurrent])
                 self._stamp(s, "reader", mine)
             return
         # store or atomic
@@ -476,14 +486,18 @@ class LaunchChecker:
             self._report("uninit", "atomic read-modify-write of tensor '{}' memory that nothing has written "
                          "(allocated with torch.empty): it combines with garbage", s, elems, ~s.init[elems],
                          linear_pid, pid, where)
+        role, table = ("writer", "writer") if kind == "store" else ("atomic", "atomic_by")
+        before = getattr(s, table)[elems] if getattr(s, table) is not None else None
         if "race" in checks:
             if kind == "store":
-                ww = self._unordered(s, "writer", elems, s.writer[elems], linear_pid) \
-                    if s.writer is not None else np.zeros(elems.size, dtype=bool)
+                ww = self._unordered(s, "writer", elems, before, linear_pid) \
+                    if before is not None else np.zeros(elems.size, dtype=bool)
                 if s.atomic_by is not None:
                     ww |= self._unordered(s, "atomic", elems, s.atomic_by[elems], linear_pid)
                 if lanes:  # stored by an earlier program of this same op: the serial engine's writer by now
-                    ww |= linear_pid != s.programs_per_element(elems, linear_pid, last=False)[0]
+                    first = s.programs_per_element(elems, linear_pid, last=False)[0]
+                    if first is not linear_pid:
+                        ww |= linear_pid != first
                 self._report("race", "stores to tensor '{}' elements that another program also writes in the "
                              "same launch, without atomics (write/write race; on a 2-D tile, often a missing "
                              "column mask spilling into the next row)", s, elems, ww, linear_pid, pid, where)
@@ -498,54 +512,59 @@ class LaunchChecker:
                 mixed = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                 self._report("race", "atomic on tensor '{}' elements that another program writes with a plain "
                              "store in the same launch", s, elems, mixed, linear_pid, pid, where)
-        if kind == "store":
-            self._write(s, "writer", elems, linear_pid)  # lanes in program order: the last program's stays
-            self._stamp(s, "writer", elems)
-        else:
-            self._write(s, "atomic_by", elems, linear_pid)
-            self._stamp(s, "atomic", elems)
+        self._write(s, table, elems, linear_pid, before)  # lanes in program order: the last program's stays
+        self._stamp(s, role, elems)
         if s.maybe_cold:
             self._write(s, "init", elems, True)
-        if s.written is not None:
+        if s.marks is not None:
+            self._write(s, "marks", elems, s.marked)
+        elif s.written is not None:
             self._write(s, "written", elems, True)
 
     def _readers(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
         """Reader shadow after the loads of many programs, as the serial engine leaves it after running them in
         program order: an element's first reader stays; a second program reading it marks it read by several."""
         first, last = s.programs_per_element(elems, lane_pids)
+        distinct = first is lane_pids  # no element twice in this access
         if s.reader is None:
-            several = first != last
             self._write(s, "reader", elems, first)
+            several = None if distinct else first != last
         else:
             before = s.reader[elems]
-            several = np.where(before >= 0, (first != before) | (last != before), first != last)
-            self._write(s, "reader", elems, np.where(before >= 0, before, first))
-        if several.any():
-            self._write(s, "multi_reader", elems[several], True)
+            read = before >= 0
+            if distinct:
+                several = read & (lane_pids != before)
+            else:
+                several = np.where(read, (first != before) | (last != before), first != last)
+            self._write(s, "reader", elems, np.where(read, before, first), before)
+        if several is not None and several.any():
+            self._mark_several(s, elems[several])
+
+    def _mark_several(self, s: Shadow, elems: np.ndarray) -> None:
+        """Elements read by more than one program (only those not marked yet are written)."""
+        if s.multi_reader is not None:
+            elems = elems[~s.multi_reader[elems]]
+        self._write(s, "multi_reader", elems, True, False)
 
     # -- undoing a batch (the batched engine splits a batch whose programs diverge, and runs it again) ---------
-    def _write(self, s: Shadow, name: str, elems: np.ndarray, value) -> None:
-        """s.<name>[elems] = value, undoable while a batch runs: a table small beside the write is copied whole
-        once per batch, a larger one keeps the elements' old values."""
+    def _write(self, s: Shadow, name: str, elems: np.ndarray, value, before=None) -> None:
+        """s.<name>[elems] = value, undoable while a batch runs: the elements' old values are kept (`before`:
+        they were read already), or the table is dropped if this batch made it."""
         if not elems.size:
             return
-        array = getattr(s, name)
-        if self.undo is not None:
+        if self.undo is not None and (id(s), name) not in self._made:
+            array = getattr(s, name)
             if array is None:
                 self.undo.append((s, name, None))  # made in this batch: rolled back to none
-                self._saved.add((id(s), name))
-            elif (id(s), name) not in self._saved:
-                if array.size <= 4 * elems.size:
-                    self.undo.append((s, name, array.copy()))
-                    self._saved.add((id(s), name))
-                else:
-                    self.undo.append((array, elems, array[elems]))
+                self._made.add((id(s), name))
+            else:
+                self.undo.append((array, elems, array[elems] if before is None else before))
         s.table(name)[elems] = value
 
     def checkpoint(self) -> tuple:
         """Start recording what this launch's checks change, to roll back to here."""
         self.undo = []
-        self._saved = set()
+        self._made = set()
         return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows))
 
     def rollback(self, token: tuple) -> None:
