@@ -4,8 +4,9 @@ Triton's interpreter runs `for x: for y: for z: set_grid_idx(x, y, z); kernel(**
 the programs of a launch in batches (program_axis.py: every value carries a program axis), each batch once
 through the kernel's Python code. A batch whose programs disagree on a value used for Python control flow (a
 loop bound, an `if`, an early return) is split by that value and each part runs again from the start of the
-batch: what the batch had done is undone first (the memory of the launch's tensors is put back from a copy
-taken before the batch's first store or atomic, and every listener that registered here - the sanitizer,
+batch: what the batch had done is undone first (the memory of the launch's tensors is put back by
+batch_memory.MemoryUndo: the old values of the elements its stores wrote, or a copy of every storage taken before
+its first store or atomic that Triton runs itself; and every listener that registered here - the sanitizer,
 the store records, the nan check - goes back to its checkpoint), so no side effect happens twice. A part of
 one program runs on the serial engine. A launch the batched engine cannot run (a spin lock, device_print, a
 breakpoint, block pointers: program_axis.Unported, or prescan.py says so before it starts) runs on the
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import program_axis
+from .batch_memory import MemoryUndo
 from .program_axis import Batch, Divergent, Unported
 from .versions import patch
 
@@ -79,23 +81,6 @@ def _say(text: str) -> None:
 
 
 # -- memory of the launch's tensors ----------------------------------------------------------------------------
-class MemorySnapshot:
-    """Copies of every storage a launch's tensor arguments live in, to undo a batch's stores."""
-
-    def __init__(self, storages: list) -> None:
-        self.storages = storages
-        self.copies: list | None = None
-
-    def take(self) -> None:
-        self.copies = [s.clone() for s in self.storages]
-
-    def restore(self) -> None:
-        if self.copies is not None:
-            for s, c in zip(self.storages, self.copies):
-                s.copy_(c)
-        self.copies = None
-
-
 def _storages(values) -> list:
     seen: dict[int, Any] = {}
 
@@ -157,9 +142,9 @@ class BatchedLaunch:
                 for i in range(part.shape[1]):
                     _serial_program(self.fn, self.args, tuple(int(v) for v in part[:, i]))
                 continue
-            memory = MemorySnapshot(self.storages)
+            memory = MemoryUndo(self.storages)
             tokens = [listener.checkpoint() for listener in LISTENERS]
-            batch = Batch(part, on_first_effect=[memory.take])
+            batch = Batch(part, memory=memory)
             STATS.batches += 1
             program_axis.CURRENT = batch
             try:

@@ -221,10 +221,10 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import bf16, fma, grid, grid_loop, libdevice, provenance, resolved_memory, scalars
+    from . import batch_memory, bf16, fma, grid, grid_loop, libdevice, provenance, scalars
 
     grid_loop.install()  # first: the innermost wrapper of the grid loop (the batched engine's ops go last)
-    resolved_memory.install()  # innermost around Triton's load and store
+    batch_memory.install()  # innermost around Triton's load and store
     provenance.install()
     _enable_device_assert()
     pin_autotune()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class Batch:
     index: int | None = None  # the program a memory op is being run for (None: batched ops)
     effects: int = 0  # stores and atomics run so far
     atomics: int = 0  # atomic ops run so far (a second one would interleave programs unlike the serial order)
-    on_first_effect: list = field(default_factory=list)  # callbacks before the first store or atomic
+    memory: Any = None  # batch_memory.MemoryUndo: what the batch's stores overwrote
     serial: int = field(default_factory=lambda: next(_BATCH_NUMBERS))  # unique in the process (a key for listeners)
 
     @property
@@ -68,9 +69,6 @@ class Batch:
         return int(self.pids[0, i]), int(self.pids[1, i]), int(self.pids[2, i])
 
     def before_effect(self) -> None:
-        if self.effects == 0:
-            for callback in self.on_first_effect:
-                callback()
         self.effects += 1
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import grid_loop, program_axis, provenance, resolved_memory
+from ..interpreter import batch_memory, grid_loop, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patch
@@ -246,7 +246,7 @@ class SanitizerSession:
         return checker
 
     def _check(self, kind: str, ptrs, mask) -> np.ndarray | None:
-        resolved_memory.publish(None)
+        batch_memory.publish(None)
         checker = self.current if self.probing is None else self.probing[2]
         if checker is None:
             return None
@@ -285,7 +285,7 @@ class SanitizerSession:
                               provenance.origin(ptrs))
         if batch is not None and safe is None and checker.resolved is not None and kind != "atomic":
             s, offsets, elements, lanes = checker.resolved
-            resolved_memory.publish(resolved_memory.Resolved(ptrs.data, None if mask is None else mask.data,
+            batch_memory.publish(batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
                                                              s.array, s.elsize, offsets, elements, lanes))
         return safe
 

@@ -3,7 +3,9 @@ every active lane of a batched memory op to an element of one storage before the
 interpreter would walk the same lanes again, one at a time in C++ (the largest single cost of a batched sanitize).
 The innermost wrappers of create_masked_load / create_masked_store use that resolution when it is for exactly
 the op's pointer and mask arrays; otherwise (no listener, a lane out of bounds, several storages, an unaligned
-or retyped pointer) Triton's own op runs."""
+or retyped pointer) Triton's own op runs. And the undo of a batch's writes (MemoryUndo): the old values of
+the elements a resolved store overwrites, or, before any other store or atomic, a copy of every storage of the
+launch."""
 
 from __future__ import annotations
 
@@ -30,6 +32,41 @@ class Resolved:
 
 
 LAST: list[Resolved | None] = [None]
+
+
+class MemoryUndo:
+    """What one batch's stores and atomics overwrote in the launch's storages, to put back if it is undone."""
+
+    def __init__(self, storages: list) -> None:
+        self.storages = storages  # torch UntypedStorages of the launch's tensor arguments
+        self.entries: list[tuple] = []
+        self.whole = False  # every storage copied: later writes need nothing more
+
+    def save(self, memory: np.ndarray, elements: np.ndarray) -> None:
+        """Before a resolved store writes memory[elements]."""
+        if not self.whole:
+            self.entries.append((memory, elements, memory[elements]))
+
+    def take(self) -> None:
+        """Before any other write (Triton's own store, an atomic): a copy of every storage."""
+        if not self.whole:
+            self.entries.append((None, None, [s.clone() for s in self.storages]))
+            self.whole = True
+
+    def restore(self) -> None:
+        for memory, elements, old in reversed(self.entries):
+            if memory is None:
+                for s, c in zip(self.storages, old):
+                    s.copy_(c)
+            else:
+                memory[elements] = old
+        self.entries = []
+        self.whole = False
+
+
+def _undo() -> MemoryUndo | None:
+    batch = program_axis.CURRENT
+    return None if batch is None else batch.memory
 
 
 def publish(resolved: Resolved | None) -> None:
@@ -75,20 +112,38 @@ def _load(original):
 
 def _store(original):
     def create_masked_store(*args, **kwargs):
+        undo = _undo()
         if LAST[0] is None:
+            if undo is not None:
+                undo.take()
             return original(*args, **kwargs)
         a = bind(original, args, kwargs).arguments
         ptrs, value, mask = a["ptrs"], a["value"], a["mask"]
         values = np.asarray(value.data)
         r = _take(ptrs, mask, values.dtype)
         if r is None or values.shape != ptrs.data.shape:
+            if undo is not None:
+                undo.take()
             return original(*args, **kwargs)
         flat = values.reshape(-1)
+        memory = r.memory(values.dtype)
+        if undo is not None:
+            undo.save(memory, r.elements)
         # Lanes in the serial engine's program order: on an element stored by several, the last one stays.
-        r.memory(values.dtype)[r.elements] = flat if r.lanes is None else flat[r.lanes]
+        memory[r.elements] = flat if r.lanes is None else flat[r.lanes]
         return None
 
     return create_masked_store
+
+
+def _atomic(original):
+    def op(*args, **kwargs):
+        undo = _undo()
+        if undo is not None:
+            undo.take()
+        return original(*args, **kwargs)
+
+    return op
 
 
 def install() -> None:
@@ -98,3 +153,5 @@ def install() -> None:
     builder = interpreter.interpreter_builder
     patch(builder, "create_masked_load", _load)
     patch(builder, "create_masked_store", _store)
+    for name in ("create_atomic_rmw", "create_atomic_cas"):
+        patch(builder, name, _atomic)
