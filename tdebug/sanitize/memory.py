@@ -268,6 +268,7 @@ class LaunchChecker:
         # The last access when every active lane fell in one storage, in bounds: (shadow, byte offsets, element
         # indices, the active lanes or None for every lane) - what a load needs to read them (gather()).
         self.resolved: tuple[Shadow, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self._marked_bad = False  # the access being checked has a lane not to perform
         self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
 
     # -- reporting ---------------------------------------------------------------------------------
@@ -315,12 +316,15 @@ class LaunchChecker:
             addrs = flat_ptrs
             lanes = None  # every lane
         n = addrs.size
+        if n == 0:
+            return None
         if isinstance(linear_pid, np.ndarray):
             self._pid_of = pid_of
             linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)
             if lanes is not None and n < linear_pid.size:
                 linear_pid = linear_pid[lanes]
         bad = np.zeros(n, dtype=bool)
+        self._marked_bad = False
         access = (kind, how, pid, linear_pid, where, has_mask)
         home = [s for s in self.shadows if s.ptr == origin] if origin is not None else []
         unresolved = self._in_storages(home or self.shadows, access, addrs, None, bad)
@@ -331,11 +335,12 @@ class LaunchChecker:
                 unresolved = self._in_storages(reached, access, addrs, unresolved, bad)
         if unresolved.size:
             bad[unresolved] = True
+            self._marked_bad = True
             if "bounds" in self.checks:
                 out = addrs[unresolved]
                 self._each_program(np.ones(out.size, bool), _lanes_of(linear_pid, unresolved), pid,
                                    lambda m, p: self._outside_all(out[m], how, p, where, has_mask, home))
-        if not bad.any():
+        if not self._marked_bad:
             if self.resolved is not None and lanes is not None and n < flat_ptrs.size:
                 self.resolved = self.resolved[:3] + (lanes,)
             return None
@@ -363,14 +368,14 @@ class LaunchChecker:
         sub = addrs if todo is None else addrs[todo]
         unresolved = None
         for s in shadows:
-            # One unsigned compare per lane: an address below the storage wraps around to a huge offset.
+            # Unsigned offsets: an address below the storage wraps around to a huge one.
             offs = sub.astype(np.uint64, copy=False) - np.uint64(s.ptr)
-            inside = offs < np.uint64(s.nbytes)
-            if inside.all():
-                sel = np.arange(sub.size) if todo is None else todo
+            if int(offs.max()) < s.nbytes:  # every lane inside (one pass)
+                sel = todo  # None: every lane of addrs
                 whole = todo is None
                 unresolved = np.zeros(sub.size, dtype=bool)
             else:
+                inside = offs < np.uint64(s.nbytes)
                 if not inside.any():
                     continue
                 idx = np.flatnonzero(inside)
@@ -385,6 +390,8 @@ class LaunchChecker:
             if s.member_any is not None:
                 outside_view = ~s.member_any[elems]
                 if outside_view.any():
+                    if sel is None:
+                        sel = np.arange(sub.size)
                     if "bounds" in self.checks:
                         def report(m, p, s=s, elems=elems):
                             ex = elems[m]
@@ -398,6 +405,7 @@ class LaunchChecker:
 
                         self._each_program(outside_view, lane_pids, pid, report)
                     bad[sel[outside_view]] = True
+                    self._marked_bad = True
                     keep = ~outside_view
                     sel, elems = sel[keep], elems[keep]
                     lane_pids = _lanes_of(linear_pid, sel)
