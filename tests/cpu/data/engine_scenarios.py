@@ -325,3 +325,29 @@ def scenario_bf16_reductions(seed: int):
     scans = torch.empty(7, 64, dtype=torch.bfloat16)
     bf16_reductions_kernel[(7,)](x, sums, maxes, scans, N=64)
     return sums, maxes, scans
+
+
+@triton.jit
+def retyped_pointers_kernel(x_ptr, out_ptr, bytes_ptr, BLOCK: tl.constexpr):
+    """Loads and stores through pointers of another element type than the tensor's: bytes of a float tensor,
+    a float read at an address that is not a multiple of 4 from its storage (the batched engine's numpy loads and
+    stores must give way to Triton's own there), then a plain row copy after a per-program branch."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    raw = x_ptr.to(tl.pointer_type(tl.int8))
+    b = tl.load(raw + offs * 4 + 1)  # the second byte of each float
+    tl.store(bytes_ptr + offs, b)
+    shifted = (raw + 2).to(tl.pointer_type(tl.float32))  # 2 bytes into the storage
+    y = tl.load(shifted + offs, mask=offs < BLOCK * 4 - 1, other=0.0)
+    if pid % 2 == 0:
+        tl.store(out_ptr + offs, y)
+    else:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+
+
+def scenario_retyped_pointers(seed: int):
+    x = _rand(seed, 4 * 32)
+    out = torch.empty(4 * 32)
+    raw = torch.empty(4 * 32, dtype=torch.int8)
+    retyped_pointers_kernel[(4,)](x, out, raw, BLOCK=32)
+    return out, raw
