@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import grid_loop
+from . import grid_loop, program_axis
 from .frames import current_pid, user_frame
 from .program_axis import current_program, is_batched, lane_programs
 from .versions import bind, patch
@@ -183,6 +183,7 @@ class StoreRecorder:
         self._ranges: list[tuple[int, int]] = []  # [start, end) of the current launch's storages
         self._hits: dict[tuple, object] = {}
         self._scalar_pids: set[tuple[int, int, int]] = set()  # programs (serial engine) whose scalars are kept
+        self._frame_scalars: tuple = (None, {})  # (op, _integer_scalars) for the op a batch runs per program
 
     def clear(self) -> None:
         """Forget every launch (a new case begins): launches are numbered from 1 again."""
@@ -249,12 +250,24 @@ class StoreRecorder:
         file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
         batch = lane_programs()
         if batch is None:
-            scalars = (lambda: scalar_locals(frame)) if frame is not None else None
+            scalars = (lambda: self._scalars_of(frame)) if frame is not None else None
             self._store_program(launch, current_pid(), scalars, file, line, addresses, mask, elsize, atomic)
             return
         # The batched engine: the lanes of every program of a batch, a program per row, recorded in one go.
         every = _integer_scalars(frame) if frame is not None else None
         self._store_batch(launch, batch, every, file, line, np.asarray(addresses), mask, elsize, atomic)
+
+    def _scalars_of(self, frame) -> dict[str, int]:
+        """scalar_locals(frame), the frame's scalars read once per op when the batched engine runs an op (an
+        atomic) program by program: every program of the batch then picks its own value."""
+        program = current_program()
+        batch = program_axis.CURRENT
+        if program is None or batch is None:
+            return scalar_locals(frame)
+        key = (batch.serial, batch.effects, id(frame), frame.f_lineno)
+        if self._frame_scalars[0] != key:
+            self._frame_scalars = (key, _integer_scalars(frame))
+        return {k: int(v if np.ndim(v) == 0 else v[program[0]]) for k, v in self._frame_scalars[1].items()}
 
     def _store_program(self, launch: LaunchStores, pid: tuple[int, int, int], scalars, file: str, line: int,
                        addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
