@@ -152,13 +152,18 @@ class Shadow:
         first = views[0]
         n = first.storage_bytes // first.elsize
         written = marks_by_element(first.home_ptr, first.elsize) if first.was_empty else None
+        marks, marked = None, 0
+        if written is not None and first.elsize in (1, 2, 4, 8) and written.flags.c_contiguous:
+            marks = written.reshape(-1).view(np.dtype(f"u{first.elsize}"))  # a view: writes mark the bytes
+            marked = int.from_bytes(b"\x01" * first.elsize, "little")
         if first.was_empty:
             # Unwritten: no kernel or torch op marked it, and it still holds the poison (written.py).
             flat = torch.empty(0, dtype=first.tensor.dtype).set_(first.tensor.untyped_storage())
             init = ~poison_mask(flat).numpy()
-            if written is not None and not init.all():
-                init[: written.shape[0]] |= written.all(axis=1)
             maybe_cold = not init.all()
+            if written is not None and maybe_cold:
+                init[: written.shape[0]] |= (marks == marked) if marks is not None else written.all(axis=1)
+                maybe_cold = not init.all()
         else:
             init = np.ones(n, dtype=bool)
             maybe_cold = False
@@ -168,10 +173,6 @@ class Shadow:
             member_any = np.zeros(n, dtype=bool)
             for v in views:
                 member_any |= v.member()
-        marks, marked = None, 0
-        if written is not None and first.elsize in (1, 2, 4, 8) and written.flags.c_contiguous:
-            marks = written.reshape(-1).view(np.dtype(f"u{first.elsize}"))  # a view: writes mark the bytes
-            marked = int.from_bytes(b"\x01" * first.elsize, "little")
         return cls(first.storage_ptr, first.storage_bytes, first.elsize, views, init, member_any, written=written,
                    marks=marks, marked=marked, maybe_cold=maybe_cold)
 
