@@ -77,7 +77,9 @@ LARGEST = [0]  # elements of the largest block a memory op of any batch touched,
 
 
 WHOLE = -1  # Batch.index while a memory op runs once for every program of the batch, a program per lane
-WHOLE_BATCH_OPS = ("create_load", "create_store", "create_masked_load", "create_masked_store")
+# An atomic too: a batch runs at most one atomic op per program (a second one: Unported), and Triton applies an
+# op's lanes in order, so the batch's lanes, program by program, apply in the serial engine's order.
+WHOLE_BATCH_OPS = ("create_load", "create_store", "create_masked_load", "create_masked_store", "create_atomic_rmw")
 PER_LANE = [True]  # False while a listener is installed that sees one program at a time (tdebug viz's traces)
 
 

@@ -351,3 +351,22 @@ def scenario_retyped_pointers(seed: int):
     raw = torch.empty(4 * 32, dtype=torch.int8)
     retyped_pointers_kernel[(4,)](x, out, raw, BLOCK=32)
     return out, raw
+
+
+@triton.jit
+def ticket_kernel(counter_ptr, ticket_ptr, x_ptr, out_ptr):
+    """Each program takes a ticket: the value its atomic returns, decided by program order. One atomic op per
+    program, so the batched engine runs it once for the whole batch, lanes in program order."""
+    pid = tl.program_id(0)
+    ticket = tl.atomic_add(counter_ptr + pid % 3, 1)
+    tl.store(ticket_ptr + pid, ticket)
+    tl.store(out_ptr + pid, tl.load(x_ptr + pid) * ticket.to(tl.float32))
+
+
+def scenario_atomic_tickets(seed: int):
+    counter = torch.zeros(3, dtype=torch.int32)
+    tickets = torch.empty(37, dtype=torch.int32)
+    x = _rand(seed, 37)
+    out = torch.empty(37)
+    ticket_kernel[(37,)](counter, tickets, x, out)
+    return counter, tickets, out
