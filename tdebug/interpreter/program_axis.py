@@ -7,9 +7,10 @@ builder's ops are wrapped once, outermost (after every other tdebug patch), and 
   broadcasting lines the program axis up with the program axis;
 - shape ops (splat, broadcast, reshape, expand_dims, trans, cat, gather, reductions, scans) shift their axes
   past the program axis;
-- memory ops and asserts run once per program of the batch, through the whole chain of tdebug's wrappers below
-  this one, with the builder's grid_idx set to that program: every check sees exactly what it sees under the
-  serial engine, one program at a time (in op-major rather than program-major order).
+- loads, stores and atomics run once for the whole batch (WHOLE_BATCH_OPS): every operand broadcast to the
+  batch's shape, and every listener below sees the lanes of all programs with a program per lane
+  (lane_programs()); under a listener that sees one program at a time (PER_LANE off: tdebug viz's traces) they,
+  like asserts that fail, run once per program with the builder's grid_idx set to it (op-major order).
 A per-program value used as a Python bool or index (an `if`, a loop bound, `min()` of tensors) is returned
 when every program of the batch agrees, and raises Divergent otherwise: grid_loop splits the batch by value.
 An op this module cannot batch raises Unported: grid_loop runs the launch on the serial engine instead.
