@@ -283,7 +283,8 @@ class SanitizerSession:
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
         safe = checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
                               provenance.origin(ptrs))
-        if batch is not None and safe is None and checker.resolved is not None and kind != "atomic":
+        if batch is not None and safe is None and checker.resolved is not None and kind != "atomic" \
+                and checker.resolved[0].views[0].tensor.device.type == "cpu":  # its memory readable by numpy
             s, offsets, elements, lanes = checker.resolved
             batch_memory.publish(batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
                                                              s.array, s.elsize, offsets, elements, lanes))
