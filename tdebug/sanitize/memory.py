@@ -270,6 +270,7 @@ class LaunchChecker:
         # indices, the active lanes or None for every lane) - what a load needs to read them (gather()).
         self.resolved: tuple[Shadow, np.ndarray, np.ndarray, np.ndarray | None] | None = None
         self._marked_bad = False  # the access being checked has a lane not to perform
+        self._programs: np.ndarray | None = None  # the batched access's programs, one per row of its lanes
         self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
 
     # -- reporting ---------------------------------------------------------------------------------
@@ -321,6 +322,8 @@ class LaunchChecker:
             return None
         if isinstance(linear_pid, np.ndarray):
             self._pid_of = pid_of
+            self._programs = np.asarray(linear_pid).reshape(-1) if np.ndim(linear_pid) and \
+                np.shape(linear_pid)[0] == ptrs.shape[0] and np.size(linear_pid) == ptrs.shape[0] else None
             linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)
             if lanes is not None and n < linear_pid.size:
                 linear_pid = linear_pid[lanes]
@@ -533,6 +536,21 @@ class LaunchChecker:
     def _readers(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
         """Reader shadow after the loads of many programs, as the serial engine leaves it after running them in
         program order: an element's first reader stays; a second program reading it marks it read by several."""
+        row = self._same_row(elems, lane_pids)
+        if row is not None:  # every program read the same elements (a weight row, say): one row to update
+            programs = self._programs
+            first, last = int(programs[0]), int(programs[-1])
+            if s.reader is None:
+                self._write(s, "reader", row, first)
+                several = np.full(row.size, first != last)
+            else:
+                before = s.reader[row]
+                read = before >= 0
+                several = (first != last) | (read & (before != first))
+                self._write(s, "reader", row, np.where(read, before, first), before)
+            if several.any():
+                self._mark_several(s, row[several])
+            return
         first, last = s.programs_per_element(elems, lane_pids)
         distinct = first is lane_pids  # no element twice in this access
         if s.reader is None:
@@ -548,6 +566,23 @@ class LaunchChecker:
             self._write(s, "reader", elems, np.where(read, before, first), before)
         if several is not None and several.any():
             self._mark_several(s, elems[several])
+
+    def _same_row(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray | None:
+        """The elements of one program when every program of this batched access has the very same ones (in
+        the same order), else None."""
+        programs = self._programs
+        if programs is None or programs.size < 2 or elems.size % programs.size:
+            return None
+        k = elems.size // programs.size
+        # A program's lanes are contiguous: when each chunk of k lanes begins and ends in its own program,
+        # every program has exactly those k lanes.
+        if not ((lane_pids[::k] == programs).all() and (lane_pids[k - 1::k] == programs).all()):
+            return None
+        rows = elems.reshape(programs.size, -1)
+        row = rows[0]
+        if row.size == 0 or rows[-1][0] != row[0] or not (rows == row).all():
+            return None
+        return row
 
     def _mark_several(self, s: Shadow, elems: np.ndarray) -> None:
         """Elements read by more than one program (only those not marked yet are written)."""

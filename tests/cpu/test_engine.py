@@ -32,7 +32,7 @@ def test_scenarios_identical_under_both_engines():
     # Batched where it can: divergent loops, early returns, branches after stores, one atomic per program ...
     for name in ("divergent_loop", "early_return", "branch_after_store", "atomics", "reductions", "shapes",
                  "grid3d", "nan_origin", "out_of_bounds", "uninitialised", "bf16", "bf16_reductions",
-                 "retyped_pointers", "atomic_tickets"):
+                 "retyped_pointers", "atomic_tickets", "shared_row"):
         assert runs[f"scenario_{name}"]["batched_launches"] >= 1, name
     # ... the serial engine for a spin lock (and the rest of a launch after a race between programs).
     assert runs["scenario_spin_lock"]["batched_launches"] == 0

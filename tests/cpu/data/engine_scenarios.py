@@ -370,3 +370,24 @@ def scenario_atomic_tickets(seed: int):
     out = torch.empty(37)
     ticket_kernel[(37,)](counter, tickets, x, out)
     return counter, tickets, out
+
+
+@triton.jit
+def shared_row_kernel(w_ptr, x_ptr, out_ptr, N: tl.constexpr):
+    """Every program reads the same weight row (one row for the whole batch in the reader shadow); the last
+    program then writes into it: a read/write race with every other program."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, N)
+    w = tl.load(w_ptr + cols)
+    x = tl.load(x_ptr + pid * N + cols)
+    tl.store(out_ptr + pid * N + cols, x * w)
+    if pid == tl.num_programs(0) - 1:
+        tl.store(w_ptr + cols, w * 2.0)
+
+
+def scenario_shared_row(seed: int):
+    w = _rand(seed, 16)
+    x = _rand(seed + 1, 6, 16)
+    out = torch.empty(6, 16)
+    shared_row_kernel[(6,)](w, x, out, N=16)
+    return out, w
