@@ -6,9 +6,10 @@ Each shortcut wraps Triton's own function and falls back to it whenever its prec
   once per block shape (by Triton's own __init__) and shared (tensors never mutate them).
 - `TritonSemantic.cast`: an operand already of the target scalar type is returned as is (Triton's first test,
   `src_sca_ty == dst_sca_ty`, without dtype.__eq__'s constexpr unwrapping when the two are the same object).
-- `TritonSemantic.broadcast_impl_value`: two block operands of the same shape come back unchanged. Triton
-  compares the shape tuple with a list there, so it always emits a broadcast to the same shape: a numpy view of
-  the same values, carrying the same marks (overflow, NaN origins, program axis) as the operand.
+- `TritonSemantic.broadcast_impl_value`: two block operands of the same shape come back unchanged, as from
+  Triton, without building the result shape.
+- `block_type.with_element_ty` and the interpreter's `get_block_ty`: a block type is built once per element
+  type object and shape of Python ints, then shared (a splat builds two per operand).
 - `TritonSemantic.computation_type_impl`: the promoted type of two operand types, memoised on the types' names
   and flags; an error (mismatched operands) is never cached, Triton raises it on every call.
 - `TritonSemantic.binary_op_sanitize_overflow_impl` (on with debug, as tdebug runs): Triton checks a signed
@@ -60,15 +61,61 @@ def _cast(original):
 
 def _broadcast(original):
     from triton.language.core import block_type
+    from triton.language.core import tuple as tl_tuple
 
     def broadcast_impl_value(self, lhs, rhs):
         lhs_ty, rhs_ty = getattr(lhs, "type", None), getattr(rhs, "type", None)
-        if (type(lhs_ty) is block_type and type(rhs_ty) is block_type
-                and type(lhs_ty.shape) is tuple and lhs_ty.shape == rhs_ty.shape):
-            return lhs, rhs
+        if type(lhs_ty) is block_type and type(rhs_ty) is block_type:
+            left, right = lhs_ty.shape, rhs_ty.shape
+            if type(left) is tl_tuple and type(right) is tl_tuple and left.values == right.values:
+                return lhs, rhs
         return original(self, lhs, rhs)
 
     return broadcast_impl_value
+
+
+_BLOCK_TYPES: dict = {}  # (id(element type), shape) -> (element type, block_type): see _shape_key
+
+
+def _shape_key(shape):
+    """A block shape as a dict key, or None where it is not a plain list of Python ints (numpy ints would
+    give the same key but a differently named type)."""
+    from triton.language.core import tuple as tl_tuple
+
+    values = shape.values if type(shape) is tl_tuple else shape
+    if type(values) not in (list, tuple) or any(type(v) is not int for v in values):
+        return None
+    return tuple(values)
+
+
+def _shared_block_type(make, element_ty, shape):
+    """make(): Triton's construction of block_type(element_ty, shape), run once per element type object and
+    shape; block types are values (nothing mutates one), so equal ones are shared."""
+    dims = _shape_key(shape)
+    if dims is None:
+        return make()
+    key = (id(element_ty), dims)
+    found = _BLOCK_TYPES.get(key)
+    if found is not None and found[0] is element_ty:
+        return found[1]
+    made = make()
+    if type(made).__name__ == "block_type" and made.element_ty is element_ty:
+        _BLOCK_TYPES[key] = (element_ty, made)  # holds element_ty: its id is not reused while cached
+    return made
+
+
+def _with_element_ty(original):
+    def with_element_ty(self, scalar_ty):
+        return _shared_block_type(lambda: original(self, scalar_ty), scalar_ty, self.shape)
+
+    return with_element_ty
+
+
+def _get_block_ty(original):
+    def get_block_ty(dtype, shape):
+        return _shared_block_type(lambda: original(dtype, shape), dtype, shape)
+
+    return get_block_ty
 
 
 def _computation_type(original):
@@ -136,7 +183,11 @@ def install() -> None:
     from triton.language import core
     from triton.language.semantic import TritonSemantic
 
+    from triton.runtime import interpreter
+
     patch(core.tensor, "__init__", _tensor_init)
+    patch(core.block_type, "with_element_ty", _with_element_ty)
+    patch(interpreter.interpreter_builder, "get_block_ty", _get_block_ty)
     patch(TritonSemantic, "cast", _cast)
     patch(TritonSemantic, "broadcast_impl_value", _broadcast)
     patch(TritonSemantic, "computation_type_impl", _computation_type)
