@@ -51,8 +51,11 @@ def _tensor_init(original):
 def _cast(original):
     def cast(self, input, dst_ty, fp_downcast_rounding=None):
         if fp_downcast_rounding is None:
-            src = getattr(getattr(input, "type", None), "scalar", None)
-            if src is not None and src is getattr(dst_ty, "scalar", None):
+            try:
+                same = input.type.scalar is dst_ty.scalar
+            except AttributeError:  # not a tensor or not a type: Triton's own cast says what is wrong
+                same = False
+            if same:
                 return input
         return original(self, input, dst_ty, fp_downcast_rounding)
 
@@ -64,7 +67,10 @@ def _broadcast(original):
     from triton.language.core import tuple as tl_tuple
 
     def broadcast_impl_value(self, lhs, rhs):
-        lhs_ty, rhs_ty = getattr(lhs, "type", None), getattr(rhs, "type", None)
+        try:
+            lhs_ty, rhs_ty = lhs.type, rhs.type
+        except AttributeError:
+            return original(self, lhs, rhs)
         if type(lhs_ty) is block_type and type(rhs_ty) is block_type:
             left, right = lhs_ty.shape, rhs_ty.shape
             if type(left) is tl_tuple and type(right) is tl_tuple and left.values == right.values:
@@ -74,33 +80,24 @@ def _broadcast(original):
     return broadcast_impl_value
 
 
-_BLOCK_TYPES: dict = {}  # (id(element type), shape) -> (element type, block_type): see _shape_key
-
-
-def _shape_key(shape):
-    """A block shape as a dict key, or None where it is not a plain list of Python ints (numpy ints would
-    give the same key but a differently named type)."""
-    from triton.language.core import tuple as tl_tuple
-
-    values = shape.values if type(shape) is tl_tuple else shape
-    if type(values) not in (list, tuple) or any(type(v) is not int for v in values):
-        return None
-    return tuple(values)
+_BLOCK_TYPES: dict = {}  # (id(element type), id(shape)) -> (element type, shape, block_type)
+_BLOCK_TYPES_MAX = 4096  # emptied when it grows past this (shapes of block types not shared: a fresh key each)
 
 
 def _shared_block_type(make, element_ty, shape):
     """make(): Triton's construction of block_type(element_ty, shape), run once per element type object and
-    shape; block types are values (nothing mutates one), so equal ones are shared."""
-    dims = _shape_key(shape)
-    if dims is None:
-        return make()
-    key = (id(element_ty), dims)
+    shape object (the shape of a shared block type, which is what splats and casts pass); block types are
+    values (nothing mutates one), so the one made is shared. The entry holds both key objects: their ids are
+    not reused while it is there."""
+    key = (id(element_ty), id(shape))
     found = _BLOCK_TYPES.get(key)
-    if found is not None and found[0] is element_ty:
-        return found[1]
+    if found is not None and found[0] is element_ty and found[1] is shape:
+        return found[2]
     made = make()
     if type(made).__name__ == "block_type" and made.element_ty is element_ty:
-        _BLOCK_TYPES[key] = (element_ty, made)  # holds element_ty: its id is not reused while cached
+        if len(_BLOCK_TYPES) >= _BLOCK_TYPES_MAX:
+            _BLOCK_TYPES.clear()
+        _BLOCK_TYPES[key] = (element_ty, shape, made)
     return made
 
 
