@@ -179,7 +179,6 @@ def install() -> None:
     """After patches._enable_device_assert (this check runs first, then tdebug's signed-only one)."""
     from triton.language import core
     from triton.language.semantic import TritonSemantic
-
     from triton.runtime import interpreter
 
     patch(core.tensor, "__init__", _tensor_init)

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import (aliases, block_pointers, boolops, compiled, constexprs, device_tables, lean, lean_ops, overflow,
-               recursion)
+from . import aliases, block_pointers, boolops, compiled, constexprs, device_tables, lean, lean_ops, overflow, recursion
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
