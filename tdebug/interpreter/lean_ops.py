@@ -12,6 +12,8 @@ Each shortcut wraps Triton's own function and falls back to it whenever its prec
   type object and shape of Python ints, then shared (a splat builds two per operand).
 - `TritonSemantic.computation_type_impl`: the promoted type of two operand types, memoised on the types' names
   and flags; an error (mismatched operands) is never cached, Triton raises it on every call.
+- `TritonSemantic.binary_op_type_checking_impl`: two tensors of the same scalar type (not pointers) whose
+  promoted type is that type go straight to the broadcast (Triton's pointer checks and casts do nothing there).
 - `TritonSemantic.binary_op_sanitize_overflow_impl` (on with debug, as tdebug runs): Triton checks a signed
   add/sub/mul of int8..int32 by redoing it in int64 through ten builder ops and asserting the range; here numpy
   redoes it on the operands' arrays, and only when a lane is out of range does Triton's check run (and report).
@@ -140,6 +142,22 @@ def _computation_type(original):
     return computation_type_impl
 
 
+def _type_checking(original):
+    def binary_op_type_checking_impl(self, lhs, rhs, allow_lhs_ptr=False, allow_rhs_ptr=False,
+                                     arithmetic_check=True, div_or_mod=False):
+        # Two tensors of one scalar type object, not pointers: Triton's pointer checks pass, the promoted type
+        # is that type (asked of computation_type_impl as Triton asks it), its casts return the operands.
+        tensor = self.tensor
+        if arithmetic_check and type(lhs) is tensor and type(rhs) is tensor:
+            sca = lhs.dtype
+            if sca is rhs.dtype and not sca.is_ptr() and self.computation_type_impl(sca, False, sca, False,
+                                                                                      div_or_mod) is sca:
+                return self.broadcast_impl_value(lhs, rhs)
+        return original(self, lhs, rhs, allow_lhs_ptr, allow_rhs_ptr, arithmetic_check, div_or_mod)
+
+    return binary_op_type_checking_impl
+
+
 def _in_range(self, lhs, rhs, binary_op) -> bool:
     """Whether every lane of lhs <op> rhs, computed in int64, fits lhs's (signed, 8..32-bit) type."""
     name = getattr(binary_op, "__name__", None)
@@ -187,4 +205,5 @@ def install() -> None:
     patch(TritonSemantic, "cast", _cast)
     patch(TritonSemantic, "broadcast_impl_value", _broadcast)
     patch(TritonSemantic, "computation_type_impl", _computation_type)
+    patch(TritonSemantic, "binary_op_type_checking_impl", _type_checking)
     patch(TritonSemantic, "binary_op_sanitize_overflow_impl", _overflow_check)

@@ -185,6 +185,8 @@ _TABLE = [
     Internal("InterpreterBuilder", "get_block_ty", ("dtype", "shape")),
     Internal("TritonSemantic", "cast", ("self", "input", "dst_ty", "fp_downcast_rounding")),
     Internal("TritonSemantic", "broadcast_impl_value", ("self", "lhs", "rhs")),
+    Internal("TritonSemantic", "binary_op_type_checking_impl", ("self", "lhs", "rhs", "allow_lhs_ptr", "allow_rhs_ptr",
+                                                                "arithmetic_check", "div_or_mod")),
     Internal("TritonSemantic", "computation_type_impl", ("self", "a_ty", "a_is_scalar", "b_ty", "b_is_scalar",
                                                          "div_or_mod")),
 ]
