@@ -8,8 +8,6 @@ Each shortcut wraps Triton's own function and falls back to it whenever its prec
   `src_sca_ty == dst_sca_ty`, without dtype.__eq__'s constexpr unwrapping when the two are the same object).
 - `TritonSemantic.broadcast_impl_value`: two block operands of the same shape come back unchanged, as from
   Triton, without building the result shape.
-- `block_type.with_element_ty` and the interpreter's `get_block_ty`: a block type is built once per element
-  type object and shape of Python ints, then shared (a splat builds two per operand).
 - `TritonSemantic.computation_type_impl`: the promoted type of two operand types, memoised on the types' names
   and flags; an error (mismatched operands) is never cached, Triton raises it on every call.
 - `TritonSemantic.binary_op_type_checking_impl`: two tensors of the same scalar type (not pointers) whose
@@ -80,41 +78,6 @@ def _broadcast(original):
         return original(self, lhs, rhs)
 
     return broadcast_impl_value
-
-
-_BLOCK_TYPES: dict = {}  # (id(element type), id(shape)) -> (element type, shape, block_type)
-_BLOCK_TYPES_MAX = 4096  # emptied when it grows past this (shapes of block types not shared: a fresh key each)
-
-
-def _shared_block_type(make, element_ty, shape):
-    """make(): Triton's construction of block_type(element_ty, shape), run once per element type object and
-    shape object (the shape of a shared block type, which is what splats and casts pass); block types are
-    values (nothing mutates one), so the one made is shared. The entry holds both key objects: their ids are
-    not reused while it is there."""
-    key = (id(element_ty), id(shape))
-    found = _BLOCK_TYPES.get(key)
-    if found is not None and found[0] is element_ty and found[1] is shape:
-        return found[2]
-    made = make()
-    if type(made).__name__ == "block_type" and made.element_ty is element_ty:
-        if len(_BLOCK_TYPES) >= _BLOCK_TYPES_MAX:
-            _BLOCK_TYPES.clear()
-        _BLOCK_TYPES[key] = (element_ty, shape, made)
-    return made
-
-
-def _with_element_ty(original):
-    def with_element_ty(self, scalar_ty):
-        return _shared_block_type(lambda: original(self, scalar_ty), scalar_ty, self.shape)
-
-    return with_element_ty
-
-
-def _get_block_ty(original):
-    def get_block_ty(dtype, shape):
-        return _shared_block_type(lambda: original(dtype, shape), dtype, shape)
-
-    return get_block_ty
 
 
 def _computation_type(original):
@@ -197,11 +160,7 @@ def install() -> None:
     """After patches._enable_device_assert (this check runs first, then tdebug's signed-only one)."""
     from triton.language import core
     from triton.language.semantic import TritonSemantic
-    from triton.runtime import interpreter
-
     patch(core.tensor, "__init__", _tensor_init)
-    patch(core.block_type, "with_element_ty", _with_element_ty)
-    patch(interpreter.interpreter_builder, "get_block_ty", _get_block_ty)
     patch(TritonSemantic, "cast", _cast)
     patch(TritonSemantic, "broadcast_impl_value", _broadcast)
     patch(TritonSemantic, "computation_type_impl", _computation_type)

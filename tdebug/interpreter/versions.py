@@ -112,7 +112,6 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "triton": _triton,
     "TritonSemantic": lambda: importlib.import_module("triton.language.semantic").TritonSemantic,
     "tensor": lambda: importlib.import_module("triton.language.core").tensor,
-    "block_type": lambda: importlib.import_module("triton.language.core").block_type,
     # libdevice: the backend-independent stub and the backends' own modules (their functions are replaced).
     "triton.language.extra.libdevice": lambda: importlib.import_module("triton.language.extra.libdevice"),
     "triton.language.extra.cuda.libdevice": lambda: importlib.import_module("triton.language.extra.cuda.libdevice"),
@@ -181,8 +180,6 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_addptr", ("ptr", "offset")),
     # Triton's per-op front end, shortcut where the result is known (lean_ops.py); called positionally.
     Internal("tensor", "__init__", ("self", "handle", "type")),
-    Internal("block_type", "with_element_ty", ("self", "scalar_ty")),
-    Internal("InterpreterBuilder", "get_block_ty", ("dtype", "shape")),
     Internal("TritonSemantic", "cast", ("self", "input", "dst_ty", "fp_downcast_rounding")),
     Internal("TritonSemantic", "broadcast_impl_value", ("self", "lhs", "rhs")),
     Internal("TritonSemantic", "binary_op_type_checking_impl", ("self", "lhs", "rhs", "allow_lhs_ptr", "allow_rhs_ptr",
