@@ -118,7 +118,10 @@ def install() -> None:
         return handle
 
     def has_bf16(args) -> bool:
-        return any(isinstance(a, Handle) and name_of(a.dtype) == BF16 for a in args)
+        for a in args:  # a loop, not any(...): this runs on every arithmetic op
+            if isinstance(a, Handle) and name_of(a.dtype) == BF16:
+                return True
+        return False
 
     def arithmetic(original: Callable) -> Callable:
         @functools.wraps(original)

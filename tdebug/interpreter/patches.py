@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers, boolops, compiled, constexprs, device_tables, lean, overflow, recursion
+from . import aliases, block_pointers, boolops, compiled, constexprs, device_tables, lean, lean_ops, overflow, recursion
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -234,6 +234,7 @@ def install(exact_values: bool = True) -> None:
         module.install()  # fma wraps bf16's arithmetic: after it
     aliases.install()
     lean.install()  # after aliases: its once-per-launch check wraps the alias patch
+    lean_ops.install()  # after _enable_device_assert: its overflow check runs before tdebug's signed-only one
     block_pointers.install()
     boolops.install()
     constexprs.install()

@@ -111,6 +111,7 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "TensorDescHandle": lambda: _interpreter().TensorDescHandle,
     "triton": _triton,
     "TritonSemantic": lambda: importlib.import_module("triton.language.semantic").TritonSemantic,
+    "tensor": lambda: importlib.import_module("triton.language.core").tensor,
     # libdevice: the backend-independent stub and the backends' own modules (their functions are replaced).
     "triton.language.extra.libdevice": lambda: importlib.import_module("triton.language.extra.libdevice"),
     "triton.language.extra.cuda.libdevice": lambda: importlib.import_module("triton.language.extra.cuda.libdevice"),
@@ -127,7 +128,8 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_load", ()),
     Internal("InterpreterBuilder", "create_store", ()),
     Internal("InterpreterBuilder", "create_assert", ("condition", "message")),
-    Internal("TritonSemantic", "binary_op_sanitize_overflow_impl", ("lhs",)),  # unsigned operands wrap
+    # unsigned operands wrap (patches.py); lean_ops.py checks in numpy first
+    Internal("TritonSemantic", "binary_op_sanitize_overflow_impl", ("self", "lhs", "rhs", "binary_op")),
     Internal("InterpreterBuilder", "set_grid_dim", ("nx", "ny", "nz")),
     Internal("InterpreterBuilder", "set_grid_idx"),  # the sanitizer's probes past the grid (unwritten)
     # Launches: host copies of the arguments, the grid loop, the way back.
@@ -176,6 +178,14 @@ _TABLE = [
     Internal("FunctionRewriter", "_transform_ast", ("self",)),
     # Overflow followed to addresses and stores (overflow.py): the integer ops (create_* above) and
     Internal("InterpreterBuilder", "create_addptr", ("ptr", "offset")),
+    # Triton's per-op front end, shortcut where the result is known (lean_ops.py); called positionally.
+    Internal("tensor", "__init__", ("self", "handle", "type")),
+    Internal("TritonSemantic", "cast", ("self", "input", "dst_ty", "fp_downcast_rounding")),
+    Internal("TritonSemantic", "broadcast_impl_value", ("self", "lhs", "rhs")),
+    Internal("TritonSemantic", "binary_op_type_checking_impl", ("self", "lhs", "rhs", "allow_lhs_ptr", "allow_rhs_ptr",
+                                                                "arithmetic_check", "div_or_mod")),
+    Internal("TritonSemantic", "computation_type_impl", ("self", "a_ty", "a_is_scalar", "b_ty", "b_is_scalar",
+                                                         "div_or_mod")),
 ]
 INTERNALS: dict[str, Internal] = {i.key: i for i in _TABLE}
 
