@@ -17,7 +17,7 @@ import numpy as np
 
 from . import grid_loop, program_axis
 from .frames import current_pid, user_frame
-from .program_axis import current_program, is_batched, lane_programs
+from .program_axis import Batch, current_program, is_batched, lane_programs
 from .versions import bind, patch
 
 MAX_LANES = 1 << 25  # lanes kept over all recorded launches; the oldest launches are dropped beyond it
@@ -65,8 +65,7 @@ class BatchStores:
     """One store op of a batch under the batched engine: the addresses and mask of all its programs, kept as
     they are; LaunchStores.records reads them as the serial engine's records (program_records per program)."""
 
-    batch: object  # the Batch (records of one batch are expanded together, program by program)
-    pids: np.ndarray  # (3, P): the batch's programs
+    batch: Batch  # its programs (records of one batch are expanded together, program by program)
     file: str
     line: int
     ranges: list[tuple[int, int]]  # the launch's storages
@@ -78,8 +77,7 @@ class BatchStores:
     lanes: int  # active lanes, all programs
 
     def of_program(self, i: int) -> list[StoreRecord]:
-        pid = (int(self.pids[0, i]), int(self.pids[1, i]), int(self.pids[2, i]))
-        return program_records(pid, self.file, self.line, self.ranges, self.addresses[i],
+        return program_records(self.batch.pid(i), self.file, self.line, self.ranges, self.addresses[i],
                                None if self.mask is None else self.mask[i], self.elsize, self.hit, self.atomic)
 
 
@@ -132,7 +130,7 @@ class LaunchStores:
                 while j < len(self.raw) and isinstance(self.raw[j], BatchStores) and self.raw[j].batch is r.batch:
                     j += 1
                 group = self.raw[i:j]
-                for p in range(r.pids.shape[1]):
+                for p in range(r.batch.size):
                     for g in group:
                         out.extend(g.of_program(p))
                 i = j
@@ -156,7 +154,7 @@ class LaunchStores:
                 pids, indices, every = entry
                 for i in indices.tolist():
                     pid = (int(pids[0, i]), int(pids[1, i]), int(pids[2, i]))
-                    out[pid] = {k: int(v if np.ndim(v) == 0 else v[i]) for k, v in every.items()}
+                    out[pid] = program_values(every, i)
             self._scalars = out
         return self._scalars
 
@@ -267,7 +265,7 @@ class StoreRecorder:
         key = (batch.serial, batch.effects, id(frame), frame.f_lineno)
         if self._frame_scalars[0] != key:
             self._frame_scalars = (key, _integer_scalars(frame))
-        return {k: int(v if np.ndim(v) == 0 else v[program[0]]) for k, v in self._frame_scalars[1].items()}
+        return program_values(self._frame_scalars[1], program[0])
 
     def _store_program(self, launch: LaunchStores, pid: tuple[int, int, int], scalars, file: str, line: int,
                        addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
@@ -298,7 +296,7 @@ class StoreRecorder:
         if not lanes:
             return
         launch.changed()
-        launch.raw.append(BatchStores(batch, batch.pids, file, line, self._ranges, elsize, addresses, mask, hit,
+        launch.raw.append(BatchStores(batch, file, line, self._ranges, elsize, addresses, mask, hit,
                                       atomic, lanes))
         if every is None:
             return
@@ -323,10 +321,12 @@ def scalar_locals(frame, program: tuple[int, int] | None = None) -> dict[str, in
     """The kernel's integer scalars at this point of a program: pid_m, pid_n, row, ... (not blocks).
     program: (index, batch size) under the batched engine, whose values hold every program of a batch."""
     program = program or current_program()
-    found: dict[str, int] = {}
-    for name, values in _integer_scalars(frame).items():
-        found[name] = int(values if np.ndim(values) == 0 else values[program[0] if program else 0])
-    return found
+    return program_values(_integer_scalars(frame), program[0] if program else 0)
+
+
+def program_values(every: dict[str, object], i: int) -> dict[str, int]:
+    """Program i's value of each scalar in `every` (_integer_scalars: an int, or one value per program)."""
+    return {name: int(v if np.ndim(v) == 0 else v[i]) for name, v in every.items()}
 
 
 def _integer_scalars(frame) -> dict[str, object]:
