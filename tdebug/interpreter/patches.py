@@ -221,10 +221,11 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import batch_memory, bf16, fma, grid, grid_loop, libdevice, provenance, scalars
+    from . import batch_memory, bf16, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
 
     grid_loop.install()  # first: the innermost wrapper of the grid loop (the batched engine's ops go last)
-    batch_memory.install()  # innermost around Triton's load and store
+    memory_guard.install()  # innermost around Triton's memory ops: no lane outside its tensor reaches them
+    batch_memory.install()  # around the guard: its numpy ops touch only elements the sanitizer resolved
     provenance.install()
     _enable_device_assert()
     pin_autotune()
@@ -235,6 +236,8 @@ def install(exact_values: bool = True) -> None:
     aliases.install()
     lean.install()  # after aliases: its once-per-launch check wraps the alias patch
     lean_ops.install()  # after _enable_device_assert: its overflow check runs before tdebug's signed-only one
+    if exact_values:  # triton-viz's symbolic engine: its values are expressions, its ops its own
+        op_memo.install()  # after lean_ops: the overflow checks run inside its recorded step
     block_pointers.install()
     boolops.install()
     constexprs.install()

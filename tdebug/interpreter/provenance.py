@@ -14,6 +14,7 @@ from __future__ import annotations
 from .versions import patch
 
 TAG = "_tdebug_from"  # handle attribute: the data_ptr of the storage the pointer was derived from
+EXTENTS: dict[int, int] = {}  # a tag -> its storage's size in bytes (as of the latest launch that passed it)
 
 
 def origin(handle) -> int | None:
@@ -60,7 +61,9 @@ def install() -> None:
             out = original(arg)
             base = getattr(arg, "base", arg)  # TensorWrapper
             if hasattr(base, "untyped_storage") and hasattr(out, "handle"):
-                setattr(out.handle, TAG, base.untyped_storage().data_ptr())
+                storage = base.untyped_storage()
+                setattr(out.handle, TAG, storage.data_ptr())
+                EXTENTS[storage.data_ptr()] = storage.nbytes()
             return out
 
         return _implicit_cvt

@@ -163,6 +163,7 @@ _TABLE = [
     # (block_pointers.py; 3.8 lowered tl.make_block_ptr onto tensor descriptors), pointer tables
     # (create_int_to_ptr: a create_* member), spin locks (atomic_cas / atomic_rmw, listed above).
     Internal("triton.runtime.interpreter", "_patch_lang", ("fn",)),
+    Internal("triton.runtime.interpreter", "_patch_attr", ("obj", "name", "member", "builder", "scope")),  # op_memo
     Internal("BlockPointerHandle", "materialize_pointers", ("self", "boundary_check"), until=(3, 8)),
     Internal("TensorDescHandle", "materialize_pointers", ("self",)),
     Internal("ReduceOps", "*"),

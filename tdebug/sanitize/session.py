@@ -76,9 +76,10 @@ class SanitizerSession:
         name (versions.bind): the same wrappers fit Triton 3.6's and 3.8's differing signatures."""
         from triton.runtime import interpreter
 
-        from ..interpreter import overflow
+        from ..interpreter import memory_guard, overflow
 
         overflow.STRICT = "overflow-all" in self.checks
+        memory_guard.STANDS_ASIDE[0] = "bounds" in self.checks  # the checker refuses those lanes itself
         if self.nan is not None:
             self.nan.install()  # first: its store check then sees the mask after out-of-bounds lanes are cut
         session = self

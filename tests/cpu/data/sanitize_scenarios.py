@@ -122,6 +122,13 @@ def wild_store_kernel(out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def wild_address_kernel(address, BLOCK: tl.constexpr):
+    ptr = address.to(tl.int64).to(tl.pointer_type(tl.float32))  # an address from an integer: no tensor behind it
+    offs = tl.arange(0, BLOCK).to(tl.int64) * (1 << 40)
+    tl.store(ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32))
+
+
+@triton.jit
 def spin_kernel(x_ptr, n, BLOCK: tl.constexpr):
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for _ in range(0, n):  # n is huge: this never finishes
@@ -207,6 +214,8 @@ def main(name: str) -> None:
         transpose_kernel[(triton.cdiv(100, 64), triton.cdiv(70, 64))](x, out, 100, 70, BLOCK=64)
     elif name == "wild_store":
         wild_store_kernel[(1,)](torch.empty(16), BLOCK=16)
+    elif name == "wild_address":
+        wild_address_kernel[(1,)](1 << 44, BLOCK=16)
     elif name == "hang":
         spin_kernel[(1,)](torch.randn(16), 10**12, BLOCK=16)
     else:

@@ -1,0 +1,72 @@
+"""Out-of-bounds accesses stopped before they touch memory when the sanitizer is off (`run`, `check`, the bugs'
+checks): Triton's interpreter has no bounds checks, so a store whose lanes run past the tensor its pointer came
+from writes into the process's own heap (a crash later, or a corrupted heap that breaks whatever runs next and
+is blamed on it). A load, store or atomic with an active lane outside the storage its pointer was derived from
+(interpreter/provenance.py) raises OutOfBounds at the kernel's line instead; `tdebug sanitize` names every lane.
+The sanitizer refuses such lanes itself (and reports them), so this guard stands aside while it runs. Pointers
+made from integers carry no provenance and are not guarded here (the sanitizer's live-pointer check covers them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import provenance
+from .frames import KernelError, current_pid, user_frame
+from .versions import bind, patch
+
+
+class OutOfBounds(KernelError, IndexError):
+    pass
+
+
+STANDS_ASIDE = [False]  # set while the sanitizer checks every access itself
+
+
+def _check(kind: str, ptrs, mask) -> None:
+    tag = provenance.origin(ptrs)
+    nbytes = provenance.EXTENTS.get(tag) if tag is not None else None
+    if nbytes is None:
+        return
+    from triton.runtime.interpreter import _get_np_dtype
+
+    addresses = np.asarray(ptrs.data)
+    if mask is not None:
+        addresses = addresses[np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)]
+    if addresses.size == 0:
+        return
+    elsize = np.dtype(_get_np_dtype(ptrs.get_element_ty())).itemsize
+    low, high = int(addresses.min()), int(addresses.max())
+    if low >= tag and high + elsize <= tag + nbytes:
+        return
+    outside = int(((addresses < tag) | (addresses > tag + nbytes - elsize)).sum())
+    frame = user_frame()
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno}: " if frame is not None else ""
+    raise OutOfBounds(
+        f"{where}out-of-bounds {kind} in program {current_pid()}: {outside} of {addresses.size} active lanes "
+        f"outside the tensor the pointer points into ({nbytes} bytes); stopped before touching that memory "
+        "(tdebug sanitize names every lane)")
+
+
+def _guarded(kind: str, pointer: str):
+    def make(original):
+        def op(*args, **kwargs):
+            if not STANDS_ASIDE[0]:
+                a = bind(original, args, kwargs).arguments
+                _check(kind, a[pointer], a.get("mask"))
+            return original(*args, **kwargs)
+
+        return op
+
+    return make
+
+
+def install() -> None:
+    """Innermost: right above Triton's own memory ops (before batch_memory and every other patch of them)."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    patch(builder, "create_masked_load", _guarded("load", "ptrs"))
+    patch(builder, "create_masked_store", _guarded("store", "ptrs"))
+    patch(builder, "create_atomic_rmw", _guarded("atomic", "ptr"))
+    patch(builder, "create_atomic_cas", _guarded("atomic", "ptr"))
