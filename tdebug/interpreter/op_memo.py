@@ -43,6 +43,7 @@ class _Memo:
         self.recording: _Recording | None = None
         self.options: Any = None  # the builder's options the traces were made under
         self.hits = 0  # calls answered from a trace
+        self.families: dict[tuple, _Family] = {}
 
 
 MEMO = _Memo()
@@ -212,7 +213,7 @@ class _RecordingBuilder:
         return lambda *args, **kwargs: recording.call(name, attr, *args, **kwargs)
 
 
-def _record(member, key: tuple, args: tuple, kwargs: dict, ops: _Operands, semantic):
+def _record(member, key: tuple, args: tuple, kwargs: dict, ops: _Operands, semantic, family: tuple | None = None):
     builder = semantic.builder
     recording = _Recording(builder, ops)
     MEMO.recording = recording
@@ -229,8 +230,75 @@ def _record(member, key: tuple, args: tuple, kwargs: dict, ops: _Operands, seman
             return out
         if len(MEMO.traces) >= _MAX_TRACES:
             MEMO.traces.clear()
-        MEMO.traces[key] = _Trace(*_compile(recording.steps, result))
+            MEMO.families.clear()
+        trace = MEMO.traces[key] = _Trace(*_compile(recording.steps, result))
+        if family is not None:
+            _learn(family, trace)
     return out
+
+
+# -- families: one trace for every value of a Python scalar operand ------------------------------------------
+# A loop's Python int (`row * stride`, `k + offs` with `for k in range(...)`) or float makes a new key on every
+# iteration. For Triton's arithmetic, comparison and bitwise operators, such an operand's value only becomes a
+# constant (builder.get_int32(v), get_fp32(v), ...), while its type and the errors Triton raises follow from its
+# range (int32/uint32/int64, sign, fitting a narrower operand; fp32 or fp64): calls whose scalars fall in the
+# same ranges form a family. Two recorded calls of a family with different values show where each value went:
+# if they are the same code and their constants differ exactly where one of the values sits, the family replays
+# that code with each call's own values there; any other difference and the family is never replayed.
+_OPERATORS = {f"__{r}{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor",
+                                         "lshift", "rshift", "pow") for r in ("", "r")}
+_OPERATORS |= {"__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"}
+
+
+def _range_of(value) -> tuple:
+    """What Triton's front end reads of a Python scalar operand besides its value."""
+    if type(value) is int:
+        return ("i", value < 0, (value if value >= 0 else -value - 1).bit_length())  # 0 and -1: ranges of one
+    if value != value:
+        return ("f", "nan")
+    magnitude = abs(value)
+    if magnitude == 0.0 or magnitude == float("inf"):
+        return ("f", str(value))  # 0.0, -0.0, inf, -inf: each its own
+    return ("f", value < 0, 2.0 ** -126 <= magnitude <= (2 - 2.0 ** -23) * 2.0 ** 127)
+
+
+class _Family:
+    __slots__ = ("first", "fn", "consts", "places", "dead")
+
+    def __init__(self, first) -> None:
+        self.first = first  # (trace, scalars) of the first recorded call
+        self.fn = None  # the family's replay code, once learned
+        self.consts: list = []
+        self.places: list[tuple[int, int]] = []  # (constant index, scalar index)
+        self.dead = False
+
+
+def _same(a, b) -> bool:
+    return type(a) is type(b) and (a is b or a == b)
+
+
+def _learn(family: tuple, trace: _Trace) -> None:
+    key, scalars = family
+    found = MEMO.families.get(key)
+    if found is None:
+        MEMO.families[key] = _Family((trace, scalars))
+        return
+    if found.fn is not None or found.dead:
+        return
+    first, first_scalars = found.first
+    if first.fn is not trace.fn or len(first.consts) != len(trace.consts):
+        found.dead = True
+        return
+    places = []
+    for i, (a, b) in enumerate(zip(first.consts, trace.consts)):
+        if _same(a, b):
+            continue
+        where = [j for j, (x, y) in enumerate(zip(first_scalars, scalars)) if _same(a, x) and _same(b, y)]
+        if len(where) != 1:
+            found.dead = True
+            return
+        places.append((i, where[0]))
+    found.fn, found.consts, found.places = trace.fn, list(trace.consts), places
 
 
 # -- replaying a trace: each trace becomes straight-line Python, compiled once per distinct text -------------
@@ -317,12 +385,15 @@ def _memoised(member, semantic):
         return found[1]
     traces = MEMO.traces
     tensor_class, handle_class = _TENSOR, _HANDLE
+    operator = getattr(member, "__name__", "") in _OPERATORS
 
     def call(*args, _semantic=None, **kwargs):
         if MEMO.recording is not None:  # a builtin inside a recorded one: its builder calls are the outer's
             return member(*args, _semantic=semantic, **kwargs)
         ops = _Operands()
         parts: list = [member]
+        scalars: list = []  # where the Python int/float operands of an operator sit in parts
+        values: list = []  # and their values
         try:
             for value in args:
                 if type(value) is tensor_class and type(value.handle) is handle_class and \
@@ -335,6 +406,9 @@ def _memoised(member, semantic):
                     ops.tensors.append(value)
                     parts.append((slot, value.type.__class__, value.type.name))
                 else:
+                    if operator and (type(value) is int or type(value) is float):
+                        scalars.append(len(parts))
+                        values.append(value)
                     _encode(value, parts, ops)
             for name, value in kwargs.items():
                 parts.append(name)
@@ -348,8 +422,23 @@ def _memoised(member, semantic):
             return trace.fn(ops.handles, semantic.builder, trace.consts, semantic, tensor_class, ops.tensors)
         if MEMO.options is not semantic.builder.options:  # traces hold the options' answers (debug, overflow)
             traces.clear()
+            MEMO.families.clear()
             MEMO.options = semantic.builder.options
-        return _record(member, key, args, kwargs, ops, semantic)
+        if not scalars:
+            return _record(member, key, args, kwargs, ops, semantic)
+        for i, v in zip(scalars, values):
+            parts[i] = _range_of(v)
+        family_key = tuple(parts)
+        family = MEMO.families.get(family_key)
+        if family is not None and family.fn is not None:
+            MEMO.hits += 1
+            consts = family.consts.copy()
+            for at, which in family.places:
+                consts[at] = values[which]
+            return family.fn(ops.handles, semantic.builder, consts, semantic, tensor_class, ops.tensors)
+        if family is not None and family.dead:
+            return _record(member, key, args, kwargs, ops, semantic)
+        return _record(member, key, args, kwargs, ops, semantic, (family_key, values))
 
     call.__wrapped__ = member
     for attr in ("__name__", "__qualname__", "__doc__", "signature"):

@@ -272,6 +272,7 @@ class LaunchChecker:
         self._marked_bad = False  # the access being checked has a lane not to perform
         self._programs: np.ndarray | None = None  # the batched access's programs, one per row of its lanes
         self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
+        self.one_program = False  # a launch of one program: no other program to race with
 
     # -- reporting ---------------------------------------------------------------------------------
     def _issue(self, check: str, message: str, where: tuple[str, int], view: ArgView | None,
@@ -464,11 +465,12 @@ class LaunchChecker:
                        linear_pid: int | np.ndarray, where: tuple[str, int]) -> None:
         checks = self.checks
         lanes = isinstance(linear_pid, np.ndarray)  # the batched engine: a program per lane
+        race = "race" in checks and not self.one_program  # the program tables serve the race check only
         if kind == "load":
             if "uninit" in checks and s.maybe_cold:
                 self._report("uninit", "load of tensor '{}' memory that nothing has written (allocated with "
                              "torch.empty)", s, elems, ~s.init[elems], linear_pid, pid, where)
-            if "race" in checks:
+            if race:
                 if s.writer is not None:
                     other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                     self._report("race", "load of tensor '{}' elements that another program stores to in the "
@@ -499,8 +501,8 @@ class LaunchChecker:
                          "(allocated with torch.empty): it combines with garbage", s, elems, ~s.init[elems],
                          linear_pid, pid, where)
         role, table = ("writer", "writer") if kind == "store" else ("atomic", "atomic_by")
-        before = getattr(s, table)[elems] if getattr(s, table) is not None else None
-        if "race" in checks:
+        if race:
+            before = getattr(s, table)[elems] if getattr(s, table) is not None else None
             if kind == "store":
                 ww = self._unordered(s, "writer", elems, before, linear_pid) \
                     if before is not None else np.zeros(elems.size, dtype=bool)
@@ -524,8 +526,8 @@ class LaunchChecker:
                 mixed = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                 self._report("race", "atomic on tensor '{}' elements that another program writes with a plain "
                              "store in the same launch", s, elems, mixed, linear_pid, pid, where)
-        self._write(s, table, elems, linear_pid, before)  # lanes in program order: the last program's stays
-        self._stamp(s, role, elems)
+            self._write(s, table, elems, linear_pid, before)  # lanes in program order: the last program's stays
+            self._stamp(s, role, elems)
         if s.maybe_cold:
             self._write(s, "init", elems, True)
         if s.marks is not None:

@@ -58,6 +58,14 @@ def late_overflow(out_ptr, k, R):
 
 
 @triton.jit
+def late_overflow_python_ints(out_ptr, R):
+    acc = tl.full((4,), 1, tl.int32)
+    for r in range(R):
+        acc = acc * 3 + r  # a Python int operand that changes every iteration; the product overflows late
+        tl.store(out_ptr + r * 4 + tl.arange(0, 4), acc - (r - 2))
+
+
+@triton.jit
 def type_error(x_ptr, out_ptr, R):
     for r in range(R):
         p = x_ptr + r * 4 + tl.arange(0, 4)
@@ -79,6 +87,7 @@ def main() -> None:
         digest.update(t.contiguous().view(torch.uint8).numpy().tobytes())
     errors = []
     for kernel, args in ((late_overflow, (torch.zeros(40 * 4, dtype=torch.int32), 7, 40)),
+                         (late_overflow_python_ints, (torch.zeros(40 * 4, dtype=torch.int32), 40)),
                          (type_error, (torch.randn(64), torch.zeros(4), 3))):
         try:
             kernel[(1,)](*args)
@@ -86,7 +95,8 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - the error is what is compared
             errors.append(f"{type(exc).__name__}: {exc}"[:300])
     print(json.dumps({"memo": os.environ.get("OP_MEMO") != "0", "digest": digest.hexdigest(), "errors": errors,
-                      "hits": op_memo.MEMO.hits, "traces": len(op_memo.MEMO.traces)}))
+                      "hits": op_memo.MEMO.hits, "traces": len(op_memo.MEMO.traces),
+                      "families": sum(1 for f in op_memo.MEMO.families.values() if f.fn is not None)}))
 
 
 if __name__ == "__main__":
