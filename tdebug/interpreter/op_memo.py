@@ -60,6 +60,16 @@ class _Operands:
         self.tensors: list = []
         self.seen: dict[int, int] = {}
 
+    def add(self, tensor) -> tuple:
+        """A tensor operand (its handle a TensorHandle) as its part of the key: its handle's slot, its type."""
+        handle = tensor.handle
+        slot = self.seen.get(id(handle))
+        if slot is None:
+            slot = self.seen[id(handle)] = len(self.handles)
+            self.handles.append(handle)
+        self.tensors.append(tensor)
+        return (slot, tensor.type.__class__, tensor.type.name)
+
 
 def _kinds():
     from triton.language import core
@@ -74,19 +84,11 @@ _TENSOR = _CONSTEXPR = _BASE_TYPE = _TUPLE = _HANDLE = None  # set by install
 def _encode(value: Any, parts: list, ops: _Operands) -> None:
     kind = type(value)
     if kind is _TENSOR:
-        handle = value.handle
-        if type(handle) is not _HANDLE:
-            raise _Uncacheable
-        slot = ops.seen.get(id(handle))
-        if slot is None:
-            slot = ops.seen[id(handle)] = len(ops.handles)
-            ops.handles.append(handle)
-        ops.tensors.append(value)
         ty = value.type
-        name = ty.name
-        if "pointer" in name and getattr(ty.scalar, "address_space", "global") != "global":
+        if type(value.handle) is not _HANDLE or (
+                "pointer" in ty.name and getattr(ty.scalar, "address_space", "global") != "global"):
             raise _Uncacheable
-        parts.append(("t", slot, ty.__class__, name))
+        parts.append(ops.add(value))
     elif kind is int or kind is bool or kind is str or value is None:
         parts.append((kind, value))
     elif kind is float:
@@ -397,14 +399,8 @@ def _memoised(member, semantic):
         try:
             for value in args:
                 if type(value) is tensor_class and type(value.handle) is handle_class and \
-                        "pointer" not in value.type.name:
-                    handle = value.handle
-                    slot = ops.seen.get(id(handle))
-                    if slot is None:
-                        slot = ops.seen[id(handle)] = len(ops.handles)
-                        ops.handles.append(handle)
-                    ops.tensors.append(value)
-                    parts.append((slot, value.type.__class__, value.type.name))
+                        "pointer" not in value.type.name:  # the common operand, without _encode's other tests
+                    parts.append(ops.add(value))
                 else:
                     if operator and (type(value) is int or type(value) is float):
                         scalars.append(len(parts))
