@@ -38,18 +38,47 @@ def round_to_odd(total: np.ndarray, error: np.ndarray) -> np.ndarray:
     return np.where(inexact & even, np.nextafter(total, toward), total)
 
 
+# Per result dtype: how many low bits of an fp64 lie below the dtype's rounding point (52 stored bits less
+# the dtype's stored significand bits) and the fp64 exponent field of the dtype's smallest normal number.
+ROUNDING_BITS = {"fp32": (52 - 23, 1023 - 126), BF16: (52 - 7, 1023 - 126), "fp16": (52 - 10, 1023 - 14)}
+EXPONENT = np.uint64(0x7FF << 52)
+
+
+def near_ties(s: np.ndarray, dtype_name: str) -> np.ndarray:
+    """Flat indices of the fp64 values in `s` that may round wrongly to dtype_name without their rounding
+    error: those exactly halfway between two of its numbers (the low bits 100...0), and those below its
+    smallest normal number (whose halfway points sit higher up). Elsewhere no halfway point lies between an
+    exact sum and its fp64 rounding, so rounding the fp64 value once more gives the exact sum's rounding."""
+    low_bits, smallest_normal = ROUNDING_BITS[dtype_name]
+    bits = s.view(np.uint64)
+    halfway = (bits & np.uint64((1 << low_bits) - 1)) == np.uint64(1 << (low_bits - 1))
+    # Exponent field in [1, smallest_normal): unsigned, so 0 (zeros, fp64 subnormals) wraps out of range.
+    small = ((bits & EXPONENT) - np.uint64(1 << 52)) < np.uint64((smallest_normal - 1) << 52)
+    return np.flatnonzero(halfway | small)
+
+
 def fused(a, b, c, product_sign: float, addend_sign: float, dtype_name: str) -> np.ndarray:
     """sign * a * b + sign * c rounded once to dtype_name, as bit patterns / values of that dtype."""
-    p = product_sign * values64(a) * values64(b)  # exact: at most 2 x 24 significant bits
-    q = addend_sign * values64(c)
+    p = values64(a) * values64(b)  # exact: at most 2 x 24 significant bits
+    if product_sign != 1.0:  # a multiplication, as before (a negation would flip a NaN's sign bit too)
+        p = product_sign * p
+    q = values64(c)
+    if addend_sign != 1.0:
+        q = addend_sign * q
     with np.errstate(invalid="ignore", over="ignore"):
-        s = p + q
-        back = s - p
-        error = (p - (s - back)) + (q - back)  # TwoSum: s + error == p + q exactly
-        odd = round_to_odd(s, error)
+        s = np.array(p + q, dtype=np.float64)  # its own (writable) array, also for 0-d operands
+        flat = s.reshape(-1)
+        ties = near_ties(flat, dtype_name)
+        if ties.size:  # only there does the rounding error decide: TwoSum and round to odd on those lanes
+            pt = np.broadcast_to(p, s.shape).reshape(-1)[ties]
+            qt = np.broadcast_to(q, s.shape).reshape(-1)[ties]
+            st = flat[ties]
+            back = st - pt
+            error = (pt - (st - back)) + (qt - back)  # TwoSum: st + error == pt + qt exactly
+            flat[ties] = round_to_odd(st, error)
         if dtype_name == BF16:
-            return fp32_to_bf16(fp64_to_fp32_odd(odd))
-        return odd.astype(np.float16 if dtype_name == "fp16" else np.float32)
+            return fp32_to_bf16(fp64_to_fp32_odd(s))
+        return s.astype(np.float16 if dtype_name == "fp16" else np.float32)
 
 
 def install() -> None:
