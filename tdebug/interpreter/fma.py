@@ -66,7 +66,7 @@ def fused(a, b, c, product_sign: float, addend_sign: float, dtype_name: str) -> 
     if addend_sign != 1.0:
         q = addend_sign * q
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.array(p + q, dtype=np.float64)  # its own (writable) array, also for 0-d operands
+        s = np.asarray(p + q)  # a new array (0-d operands: a new 0-d array), written below
         flat = s.reshape(-1)
         ties = near_ties(flat, dtype_name)
         if ties.size:  # only there does the rounding error decide: TwoSum and round to odd on those lanes
