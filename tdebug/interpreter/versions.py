@@ -221,6 +221,7 @@ def take_faults() -> list[BaseException]:
 # (id(owner), attribute name) -> (owner, name, the original), so tests can restore Triton as it was.
 _ORIGINALS: dict[tuple[int, str], tuple[Any, str, Any]] = {}
 PATCHED: set[str] = set()  # "Owner.name" of every patch made in this process (the test checks them)
+_REPLACEMENT = "_tdebug_replacement"  # attribute of a patch's guard: the replacement it guards
 
 
 def replaced() -> dict[int, Any]:
@@ -254,7 +255,9 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
                             f"(tdebug supports Triton {SUPPORTED})") from None
     _ORIGINALS.setdefault((id(owner), name), (owner, name, original))
     PATCHED.add(key)
-    replacement = make(original)
+    # A patch over an earlier one wraps the earlier replacement itself, not its guard: one guard per
+    # internal however many patches stack there (the outermost sees every exception the inner ones raise).
+    replacement = make(getattr(original, _REPLACEMENT, original))
 
     def guarded(*args, **kwargs):
         try:
@@ -269,6 +272,11 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
     # torch._dynamo.disable's marks (interpreter/compiled.py): dynamo reads them on the function it traces.
     guarded.__dict__.update({k: v for k, v in getattr(replacement, "__dict__", {}).items()
                              if k.startswith("_torchdynamo")})
+    try:  # a later patch gets the replacement as its `original`: it binds by the original's signature
+        replacement.__signature__ = guarded.__signature__
+        setattr(guarded, _REPLACEMENT, replacement)
+    except AttributeError:  # not a plain function: a later patch wraps the guard
+        pass
     setattr(owner, name, guarded)
     return guarded
 
