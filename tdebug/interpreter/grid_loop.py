@@ -28,7 +28,7 @@ import numpy as np
 from . import program_axis
 from .batch_memory import MemoryUndo
 from .program_axis import Batch, Divergent, Unported
-from .versions import patch
+from .versions import forget_fault, patch
 
 EXECUTORS = ("auto", "batched", "serial")
 MAX_BATCH = 4096  # programs in one batch, at most
@@ -57,6 +57,7 @@ class Stats:
     launches_serial: int = 0
     batches: int = 0
     splits: int = 0
+    predicated_loops: int = 0  # loops run once to the largest trip count of a batch (predicated_loops.py)
     fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
 
 
@@ -161,6 +162,21 @@ class BatchedLaunch:
                     STATS.splits += 1
                     todo = _split(part, signal.values) + todo
                 continue
+            except Exception as error:
+                if not batch.predicated:
+                    for listener, token in zip(LISTENERS, tokens):
+                        listener.commit(token)
+                    raise
+                # Raised while programs were out of a loop (their values are stand-ins): run the programs again
+                # grouped by trip count, without the predicate, so a real error comes from the program making it.
+                program_axis.CURRENT = None
+                memory.restore()
+                for listener, token in zip(LISTENERS, tokens):
+                    listener.rollback(token)
+                forget_fault(error)
+                STATS.splits += 1
+                todo = _split(part, batch.trip_counts) + todo
+                continue
             except BaseException:
                 for listener, token in zip(LISTENERS, tokens):
                     listener.commit(token)
@@ -187,10 +203,13 @@ def _never(token: Any) -> None:
 
 def _split(pids: np.ndarray, values: np.ndarray) -> list[np.ndarray]:
     """The programs of a batch grouped by the value they disagreed on, each group in serial order, the groups in
-    the order of their first program."""
+    the order of their first program (values all alike: the two halves, so that a split always makes progress)."""
     groups: dict[Any, list[int]] = {}
     for i, v in enumerate(values.tolist()):
         groups.setdefault(v, []).append(i)
+    if len(groups) == 1:
+        half = pids.shape[1] // 2
+        return [pids[:, :half], pids[:, half:]]
     return [pids[:, idx] for idx in sorted(groups.values(), key=lambda g: g[0])]
 
 

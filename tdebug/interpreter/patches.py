@@ -25,7 +25,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import aliases, block_pointers, boolops, compiled, constexprs, device_tables, lean, lean_ops, overflow, recursion
+from . import (
+    aliases,
+    block_pointers,
+    boolops,
+    compiled,
+    constexprs,
+    device_tables,
+    lean,
+    lean_ops,
+    overflow,
+    predicated_loops,
+    recursion,
+)
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patch
 
@@ -240,6 +252,8 @@ def install(exact_values: bool = True) -> None:
         op_memo.install()  # after lean_ops: the overflow checks run inside its recorded step
     block_pointers.install()
     boolops.install()
+    if exact_values:
+        predicated_loops.install()  # after boolops: rewrites the tree boolops rewrote
     constexprs.install()
     overflow.install()
     recursion.install()

@@ -61,6 +61,17 @@ class Batch:
     atomics: int = 0  # atomic ops run so far (a second one would interleave programs unlike the serial order)
     memory: Any = None  # batch_memory.MemoryUndo: what the batch's stores overwrote
     serial: int = field(default_factory=lambda: next(_BATCH_NUMBERS))  # unique in the process (a key for listeners)
+    # Predicated loops (predicated_loops.py): per loop now iterating, which programs are still in it; the
+    # programs out of some loop compute values nobody keeps, and make no memory access, assert or choice.
+    predicates: list = field(default_factory=list)
+    active: np.ndarray | None = None  # the programs in every loop now iterating (None: all of them)
+    predicated: bool = False  # some iteration of this batch ran with programs out of their loop
+    # A memory op inside a predicated loop runs for a part of the batch: `whole` is the batch, `rows` the
+    # part's programs in it (kernel locals hold values for every program of `whole`).
+    whole: Batch | None = None
+    rows: np.ndarray | None = None
+    # (code, name) -> each program's value of a predicated loop's variable after the loop (masked: unbound)
+    loop_scalars: dict = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -71,6 +82,22 @@ class Batch:
 
     def before_effect(self) -> None:
         self.effects += 1
+
+    def push_predicate(self, active: np.ndarray) -> None:
+        self.predicates.append(active)
+        self._combine()
+
+    def pop_predicate(self) -> None:
+        self.predicates.pop()
+        self._combine()
+
+    def _combine(self) -> None:
+        active = None
+        for p in self.predicates:
+            active = p if active is None else active & p
+        self.active = None if active is None or active.all() else active
+        if self.active is not None:
+            self.predicated = True
 
 
 CURRENT: Batch | None = None  # the batch running now (grid_loop sets it)
@@ -90,6 +117,8 @@ def current_program() -> tuple[int, int] | None:
     b = CURRENT
     if b is None or b.index is None or b.index == WHOLE:
         return None
+    if b.whole is not None:  # a part of the batch (a predicated loop): kernel locals hold the whole batch's
+        return int(b.rows[b.index]), b.whole.size
     return b.index, b.size
 
 
@@ -155,6 +184,9 @@ def _aligned(values: list) -> list:
     return out
 
 
+SIDE_ARRAY_NONE: dict[str, Any] = {}  # side array name -> its value on a lane it says nothing about (its owner sets)
+
+
 def _side_arrays(h):
     """A handle's per-lane side data (the nan check's origins): arrays that follow the lanes of its data."""
     return [(k, v) for k, v in vars(h).items()
@@ -213,7 +245,7 @@ def _per_program(name: str, effect: bool):
                 batch.atomics += 1
             if name == "create_assert":  # every lane of every program holds: nothing to say for any program
                 condition = args[0] if args else kwargs.get("condition")
-                if condition is not None and bool(np.all(condition.data)):
+                if condition is not None and bool(np.all(_of_active(batch, condition.data, condition))):
                     return None
             if effect:
                 batch.before_effect()
@@ -221,13 +253,19 @@ def _per_program(name: str, effect: bool):
                 if getattr(a, MARK, False):
                     LARGEST[0] = max(LARGEST[0], a.data[0].size)
             if name in WHOLE_BATCH_OPS and PER_LANE[0]:
+                if batch.active is not None:
+                    return _active_programs(batch, original, args, kwargs)
                 return _whole_batch(batch, original, args, kwargs)
             from triton.runtime.interpreter import interpreter_builder as builder
 
             saved = builder.grid_idx
             outs = []
+            active = batch.active
             try:
                 for i in range(batch.size):
+                    if active is not None and not active[i]:
+                        outs.append(None)  # a program out of its loop: no access, no assert
+                        continue
                     batch.index = i
                     builder.grid_idx = batch.pid(i)
                     outs.append(original(*[slice_program(a, i) for a in args],
@@ -235,6 +273,9 @@ def _per_program(name: str, effect: bool):
             finally:
                 batch.index = None
                 builder.grid_idx = saved
+            if active is not None:  # the values of programs out of their loop: any active program's
+                stand_in = next(o for o in outs if o is not None) if any(o is not None for o in outs) else None
+                outs = [stand_in if o is None else o for o in outs]
             return _stack(outs)
 
         return op
@@ -272,6 +313,54 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict):
         batch.index = None
         builder.grid_idx = saved
     return mark(out) if out is not None else None
+
+
+def _of_active(batch: Batch, data, handle):
+    """The rows of a batched value that belong to programs in their loops (all of it when not batched)."""
+    if batch.active is None or not getattr(handle, MARK, False):
+        return data
+    return data[batch.active]
+
+
+def _take_programs(v, idx: np.ndarray):
+    """A value for the programs `idx` of the batch only (a batched handle's rows, with its side arrays)."""
+    if getattr(v, MARK, False):
+        out = copy.copy(v)
+        out.data = v.data[idx]
+        for key, value in _side_arrays(v):
+            if value.shape[:1] == v.data.shape[:1]:
+                setattr(out, key, value[idx])
+        return out
+    if isinstance(v, list):
+        return [_take_programs(x, idx) for x in v]
+    return v
+
+
+def _active_programs(batch: Batch, original, args: tuple, kwargs: dict):
+    """A load, store or atomic inside a predicated loop: run for the programs still in their loops only (the
+    listeners see those programs' lanes and no other), each other program's result a stand-in: the first
+    active program's (a value nobody keeps)."""
+    global CURRENT
+    idx = np.flatnonzero(batch.active)
+    sub = Batch(batch.pids[:, idx], effects=batch.effects, atomics=batch.atomics, memory=batch.memory,
+                serial=batch.serial, whole=batch, rows=idx)
+    CURRENT = sub
+    try:
+        out = _whole_batch(sub, original, [_take_programs(a, idx) for a in args],
+                           {k: _take_programs(v, idx) for k, v in kwargs.items()})
+    finally:
+        CURRENT = batch
+        batch.effects, batch.atomics = sub.effects, sub.atomics
+    if out is None:
+        return None
+    rows = np.zeros(batch.size, dtype=np.intp)  # program -> row of `out` (stand-ins: the first active one's)
+    rows[idx] = np.arange(idx.size)
+    full = copy.copy(out)
+    full.data = out.data[rows]
+    for key, value in _side_arrays(out):
+        if value.shape[:1] == out.data.shape[:1]:
+            setattr(full, key, value[rows])
+    return mark(full)
 
 
 def _unported(name: str):
@@ -457,8 +546,9 @@ def uniform(tensor):
     if data[0].size != 1:
         return None
     values = data.reshape(data.shape[0])
-    first = values[0]
-    if (values == first).all() or (values != values).all():
+    deciding = values if CURRENT.active is None else values[CURRENT.active]  # programs out of a loop: any path
+    first = deciding[0]
+    if (deciding == first).all() or (deciding != deciding).all():
         return first
     raise Divergent(values.copy())
 

@@ -300,12 +300,17 @@ class StoreRecorder:
                                       atomic, lanes))
         if every is None:
             return
+        if batch.whole is not None:  # a part of the batch (a predicated loop): the scalars are the whole's
+            part_active, active = active, np.zeros(batch.whole.size, dtype=bool)
+            active[batch.rows] = part_active
+            batch = batch.whole
         have_key = (batch.serial, "scalars")
         have = self._hits.get(have_key)
         new = active if have is None else active & ~have
         if new.any():
             self._hits[have_key] = active if have is None else have | active
-            every = {k: v if np.ndim(v) == 0 else np.array(v) for k, v in every.items()}
+            every = {k: v if np.ndim(v) == 0 else v.copy() if isinstance(v, np.ndarray) else np.array(v)
+                     for k, v in every.items()}
             launch.raw_scalars.append((batch.pids, np.flatnonzero(new), every))
 
 
@@ -326,7 +331,8 @@ def scalar_locals(frame, program: tuple[int, int] | None = None) -> dict[str, in
 
 def program_values(every: dict[str, object], i: int) -> dict[str, int]:
     """Program i's value of each scalar in `every` (_integer_scalars: an int, or one value per program)."""
-    return {name: int(v if np.ndim(v) == 0 else v[i]) for name, v in every.items()}
+    return {name: int(v if np.ndim(v) == 0 else v[i]) for name, v in every.items()
+            if np.ndim(v) == 0 or not np.ma.is_masked(v[i])}  # masked: not bound in that program
 
 
 def _integer_scalars(frame) -> dict[str, object]:
@@ -349,6 +355,12 @@ def _integer_scalars(frame) -> dict[str, object]:
             found[name] = data.reshape(data.shape[0], -1)[:, 0]
         elif data.size == 1:
             found[name] = int(data.reshape(-1)[0])
+    batch = program_axis.CURRENT
+    if batch is not None:  # after a predicated loop: its variable's value per program (masked: not bound)
+        batch = batch.whole or batch
+        for (code, name), values in batch.loop_scalars.items():
+            if code is frame.f_code and name in found:
+                found[name] = values
     return found
 
 

@@ -211,6 +211,15 @@ def owner_label(owner: Any) -> str:
 FAULTS: list[BaseException] = []  # errors raised by tdebug's own code inside a patch (take_faults)
 
 
+def forget_fault(error: BaseException) -> None:
+    """Drop an error (and the errors it was raised from) from FAULTS: the engine ran the work again without it."""
+    chain: list[BaseException] = []
+    while error is not None and all(error is not e for e in chain):
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    FAULTS[:] = [f for f in FAULTS if all(f is not e for e in chain)]
+
+
 def take_faults() -> list[BaseException]:
     """The errors tdebug's patches raised since the last call (a script may have caught them)."""
     faults = list(FAULTS)

@@ -37,13 +37,33 @@ def test_scenarios_identical_under_both_engines():
     # ... the serial engine for a spin lock (and the rest of a launch after a race between programs).
     assert runs["scenario_spin_lock"]["batched_launches"] == 0
     assert runs["scenario_races"]["batched_launches"] == 0
-    assert runs["scenario_divergent_loop"]["splits"] >= 1
+    assert runs["scenario_divergent_loop"]["predicated_loops"] >= 1  # one run to the largest trip count
+    assert runs["scenario_divergent_loop"]["splits"] == 0
+    assert runs["scenario_early_return"]["splits"] >= 1  # an early return splits the batch
     # The checks still find what they find serially (the comparison above says: identically).
     assert runs["scenario_nan_origin"]["findings"] == ["nan"]
     assert runs["scenario_out_of_bounds"]["findings"] == ["bounds"]
     assert runs["scenario_uninitialised"]["findings"] == ["uninit"]
     assert set(runs["scenario_races"]["findings"]) == {"race"}
     assert "program (5, 0, 0)" in runs["scenario_device_assert"]["error"]
+
+
+def test_predicated_loops_identical_under_both_engines():
+    report = _diff("--scenarios", str(DATA / "predicated_scenarios.py"))
+    assert report["differences"] == [], report["differences"]
+    runs = report["scenarios"]
+    for name in ("online_softmax", "own_bound", "silent_past_bound", "effects_in_loop", "strided_bound",
+                 "python_number"):  # predicated, nothing given up
+        assert runs[f"scenario_{name}"]["predicated_loops"] >= 1 and runs[f"scenario_{name}"]["splits"] == 0, name
+        assert runs[f"scenario_{name}"]["batched_launches"] >= 1, name
+    # Programs past their own bound make no access, assert or NaN report; the real out-of-bounds read does.
+    assert runs["scenario_own_bound"]["findings"] == ["bounds"]
+    assert runs["scenario_silent_past_bound"]["findings"] == []
+    # A Python number changed by a nested loop: predication gives up, the batch splits by trip count.
+    assert runs["scenario_nested"]["splits"] >= 1
+    # A real error while other programs are past their bound: raised again by its own program.
+    assert runs["scenario_late_error"]["splits"] >= 1
+    assert "program (3, 0, 0)" in runs["scenario_late_error"]["error"]
 
 
 def test_catalogue_identical_under_both_engines():

@@ -98,10 +98,12 @@ def scenarios(path, names: list[str], session) -> int:
         if names and name not in names:
             continue
         a = run_scenario(getattr(module, name), seed, session, "serial")
+        splits, predicated = grid_loop.STATS.splits, grid_loop.STATS.predicated_loops
         b = run_scenario(getattr(module, name), seed, session, "batched")
         report["scenarios"][name] = {"batched_launches": b["batched"], "error": b["error"],
                                      "findings": [json.loads(f)["check"] for f in b["findings"]],
-                                     "splits": grid_loop.STATS.splits}
+                                     "splits": grid_loop.STATS.splits - splits,
+                                     "predicated_loops": grid_loop.STATS.predicated_loops - predicated}
         for key in ("out", "findings", "error", "records"):
             if not _same(a[key], b[key]):
                 report["differences"].append({"scenario": name, "what": key, "serial": str(a[key])[:400],

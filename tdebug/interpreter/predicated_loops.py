@@ -1,0 +1,343 @@
+"""Predicated loops for the batched engine: a `for` over range() whose bound differs between the programs of a
+batch runs once, to the largest bound, instead of once per group of programs with the same bound.
+
+Each jit function's AST (after the interpreter's own rewrite) has its simple loops
+`for i in range(...)` / `tl.range(...)` rewritten to
+    for i in __tdebug_loops__.loop(range, ...):
+        state = __tdebug_loops__.begin(locals())
+        <body>
+        if __tdebug_loops__.merging(state):
+            a, b, ... = __tdebug_loops__.end(state, locals(), ("a", "b", ...))
+On the serial engine, or when the programs of a batch agree on the bounds, loop() is the range itself. When only
+the stop differs, loop() iterates to the largest stop with a predicate on the batch (program_axis.Batch): the
+programs past their own stop are out of the loop; their memory ops, asserts and Python control flow are left out
+(program_axis) and, at the end of each such iteration, every name the body assigns gets back, for them, its
+value from before the iteration (end()): after the loop each program holds what it held after its own last
+iteration, as on the serial engine. Anything this cannot carry (a Python number or object that changed, a
+name bound in only one of the two, a value with extra state) gives up: the batch is split by its programs' trip
+counts (program_axis.Divergent), as before predication existed; so does any error raised in a batch while
+programs were out of a loop (grid_loop), so a real error is raised again by the programs that make it.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import operator
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from . import program_axis
+from .program_axis import MARK, SIDE_ARRAY_NONE, Divergent, _side_arrays, mark
+from .versions import bind, patch
+
+NAME = "__tdebug_loops__"  # the name the rewritten functions reach this module by (set in their globals)
+STATE = "__tdebug_loop_state_{}"
+
+
+# -- the rewrite ------------------------------------------------------------------------------------------------
+def _is_range(call: ast.expr) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    return (isinstance(func, ast.Name) and func.id == "range") or (
+        isinstance(func, ast.Attribute) and func.attr == "range")
+
+
+_ESCAPES = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
+            ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Try)
+
+
+def _assigned(body: list[ast.stmt]) -> list[str]:
+    names: list[str] = []
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names \
+                    and not node.id.startswith("__tdebug"):
+                names.append(node.id)
+    return names
+
+
+class LoopRewriter(ast.NodeTransformer):
+    def __init__(self, function: ast.AST) -> None:
+        self.count = 0
+        self.names: dict[str, list[int]] = {}  # every name in the function -> its nodes (ids)
+        for n in ast.walk(function):
+            if isinstance(n, ast.Name):
+                self.names.setdefault(n.id, []).append(id(n))
+
+    def visit_For(self, node: ast.For) -> ast.AST:
+        self.generic_visit(node)  # inner loops first
+        if not (_is_range(node.iter) and isinstance(node.target, ast.Name) and not node.orelse):
+            return node
+        inside = set()
+        for stmt in node.body:
+            for n in ast.walk(stmt):
+                if isinstance(n, _ESCAPES):
+                    return node
+                inside.add(id(n))
+        inside.add(id(node.target))
+        target = node.target.id
+        if any(n not in inside for n in self.names.get(target, ())):
+            return node  # the loop variable named outside the loop: its last value differs between programs
+        names = _assigned(node.body)
+        state = STATE.format(self.count)
+        self.count += 1
+        call = node.iter
+        node.iter = _helper("loop", [ast.Constant(target), call.func] + call.args, call, call.keywords)
+        begin = ast.Assign(targets=[ast.Name(id=state, ctx=ast.Store())],
+                           value=_helper("begin", [_locals()], node))
+        body = [begin] + node.body
+        if names:
+            merged = ast.Assign(
+                targets=[ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names], ctx=ast.Store())],
+                value=_helper("end", [ast.Name(id=state, ctx=ast.Load()), _locals(),
+                                      ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())], node))
+            body.append(ast.If(test=_helper("merging", [ast.Name(id=state, ctx=ast.Load())], node), body=[merged],
+                               orelse=[]))
+        node.body = body
+        for stmt in body:
+            ast.copy_location(stmt, node)
+        return node
+
+
+def _helper(name: str, args: list[ast.expr], node: ast.AST, keywords: list | None = None) -> ast.Call:
+    call = ast.Call(func=ast.Attribute(value=ast.Name(id=NAME, ctx=ast.Load()), attr=name, ctx=ast.Load()),
+                    args=args, keywords=keywords or [])
+    return ast.copy_location(call, node)
+
+
+def _locals() -> ast.Call:
+    return ast.Call(func=ast.Name(id="locals", ctx=ast.Load()), args=[], keywords=[])
+
+
+def rewrite(tree: ast.AST) -> ast.AST:
+    """The tree with its simple range loops predicated (the tree as it was when it has none)."""
+    for function in getattr(tree, "body", []):
+        if isinstance(function, ast.FunctionDef) and any(isinstance(n, ast.For) for n in ast.walk(function)):
+            rewriter = LoopRewriter(function)
+            rewriter.visit(function)
+            if rewriter.count:
+                ast.fix_missing_locations(function)
+    return tree
+
+
+# -- at run time ------------------------------------------------------------------------------------------------
+def _per_program(value: Any, batch) -> np.ndarray | None:
+    """A range argument's value per program (None: one value for every program)."""
+    handle = getattr(value, "handle", None)
+    if handle is None or not getattr(handle, MARK, False):
+        return None
+    data = np.asarray(handle.data)
+    if data[0].size != 1 or data.dtype.kind not in "iu":
+        return None
+    return data.reshape(data.shape[0]).astype(np.int64)
+
+
+def loop(target: str, make_range: Callable, *args: Any, **kwargs: Any) -> Iterator[int] | range:
+    """The loop's iterable: the range itself, or (only its stop differing between the batch's programs) the
+    predicated iteration to the largest stop. `target`: the loop variable's name."""
+    batch = program_axis.CURRENT
+    if batch is None or batch.index is not None or len(args) not in (1, 2, 3):
+        return make_range(*args, **kwargs)
+    frame = sys._getframe(1)
+    batch.loop_scalars.pop((frame.f_code, target), None)  # an earlier loop's values are stale now
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    stops = _per_program(stop, batch)
+    if stops is None or _per_program(start, batch) is not None or _per_program(step, batch) is not None:
+        return make_range(*args, **kwargs)  # agreeing programs, or a start or step that differs: as before
+    active = batch.active
+    decided = stops if active is None else stops[active]
+    if (decided == decided[0]).all():
+        return make_range(*args, **kwargs)
+    start, step = _int(start), _int(step)  # one value for every program (checked above)
+    if step == 0:
+        return make_range(*args, **kwargs)  # range's own error
+    trips = np.maximum(0, -(-(stops - start) // step)) if step > 0 else np.maximum(0, -(-(start - stops) // -step))
+    if active is not None:
+        trips = np.where(active, trips, 0)
+    deciding = trips if active is None else trips[active]
+    if (deciding == deciding[0]).all():  # different stops, the same iterations
+        return range(start, start + int(deciding[0]) * step, step)
+    return _iterate(batch, start, trips, step, (frame.f_code, target), frame.f_locals.get(target))
+
+
+def _int(value: Any) -> int:
+    value = getattr(value, "value", value)  # a constexpr
+    return operator.index(value)
+
+
+def _iterate(batch, start: int, trips: np.ndarray, step: int, key: tuple, before: Any) -> Iterator[int]:
+    from .grid_loop import STATS
+
+    batch.trip_counts = trips  # what a split groups the programs by, if predication gives up
+    STATS.predicated_loops += 1
+    for k in range(int(trips.max())):
+        batch.push_predicate(trips > k)
+        try:
+            yield start + k * step
+        finally:
+            batch.pop_predicate()
+    # The loop variable's value after the loop differs between programs (the kernel never reads it: the rewrite
+    # checked; tdebug's store records name programs by their integer locals): each program's own last value,
+    # its value from before the loop where it made no iteration (none: not bound).
+    last = start + (trips - 1) * step
+    held = type(before) is int
+    batch.loop_scalars[key] = np.ma.masked_array(np.where(trips > 0, last, before if held else 0),
+                                                 mask=(trips == 0) & (not held))
+
+
+class _Iteration:
+    """The values an iteration began with, for the programs out of the loop."""
+
+    __slots__ = ("batch", "active", "before")
+
+    def __init__(self, batch, active: np.ndarray, before: dict) -> None:
+        self.batch, self.active, self.before = batch, active, before
+
+
+def begin(frame_locals: dict) -> _Iteration | None:
+    batch = program_axis.CURRENT
+    if batch is None or batch.active is None:
+        return None
+    return _Iteration(batch, batch.active, dict(frame_locals))
+
+
+def merging(state: _Iteration | None) -> bool:
+    return state is not None
+
+
+def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...]) -> tuple:
+    """Each name's value after the iteration for the programs in the loop, before it for the others."""
+    out = []
+    for name in names:
+        if name not in frame_locals:
+            _give_up(state.batch, f"`{name}` is not bound after the iteration")
+        if name not in state.before:  # bound in the loop only: a loop-local value (the compiler refuses a use
+            out.append(frame_locals[name])  # after the loop of a name bound only inside it)
+            continue
+        out.append(_merge(state, state.before[name], frame_locals[name], name))
+    return tuple(out)
+
+
+def _give_up(batch, why: str) -> None:
+    raise Divergent(np.asarray(getattr(batch, "trip_counts", np.zeros(batch.size, np.int64))).copy())
+
+
+def _merge(state: _Iteration, old: Any, new: Any, name: str) -> Any:
+    if new is old:
+        return new
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    if isinstance(new, tl.tensor) and isinstance(old, tl.tensor) and type(new) is type(old) \
+            and type(new.handle) is TensorHandle and type(old.handle) is TensorHandle and new.type == old.type:
+        handle = _merge_handles(state, old.handle, new.handle)
+        if handle is not None:
+            merged = copy.copy(new)
+            merged.handle = handle
+            return merged
+    elif type(new) is type(old) and type(new) in (int, float, bool) and (new == old):
+        return new
+    _give_up(state.batch, f"`{name}` cannot be carried per program")
+    return new
+
+
+def _extras(handle) -> dict:
+    return {k: v for k, v in vars(handle).items()
+            if k not in ("data", "dtype", "attr", MARK) and not isinstance(v, np.ndarray)}
+
+
+def _merge_handles(state: _Iteration, old, new):
+    if old.dtype != new.dtype or np.asarray(old.data).dtype != np.asarray(new.data).dtype:
+        return None
+    old_extra, new_extra = _extras(old), _extras(new)
+    if old_extra.keys() != new_extra.keys():
+        return None  # state beside the values on one side only (a product's factors, an overflow mark, ...)
+    extra = {}
+    for key in old_extra:
+        a, b = old_extra[key], new_extra[key]
+        if a is b or (not isinstance(a, tuple) and a == b):
+            extra[key] = b
+        elif isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(
+                type(x) is type(y) and hasattr(x, "data") for x, y in zip(a, b)):
+            merged = [_merge_handles(state, x, y) for x, y in zip(a, b)]  # a product's factors, per program
+            if any(m is None for m in merged):
+                return None
+            extra[key] = tuple(merged)
+        else:
+            return None
+    old_side, new_side = dict(_side_arrays(old)), dict(_side_arrays(new))
+    for one, other, handle in ((old_side, new_side, old), (new_side, old_side, new)):
+        for key in other.keys() - one.keys():  # on one side only: the other's lanes hold its "nothing" value
+            if key not in SIDE_ARRAY_NONE:
+                return None
+            one[key] = np.full(np.shape(handle.data), SIDE_ARRAY_NONE[key], dtype=other[key].dtype)
+    size = state.batch.size
+    shape = _batched_shape(old, new, size)
+    if shape is None:
+        return None
+    keep = state.active.reshape((size,) + (1,) * (len(shape) - 1))
+    out = copy.copy(new)
+    out.data = np.where(keep, _as_batched(new.data, new, shape), _as_batched(old.data, old, shape))
+    for key, value in extra.items():
+        setattr(out, key, value)
+    for key in new_side:
+        side_shape = _batched_shape_of(old_side[key], new_side[key], old, new, size)
+        if side_shape is None:
+            return None
+        keep_side = state.active.reshape((size,) + (1,) * (len(side_shape) - 1))
+        setattr(out, key, np.where(keep_side, _as_batched(new_side[key], new, side_shape),
+                                   _as_batched(old_side[key], old, side_shape)))
+    return mark(out)
+
+
+def _batched_shape(old, new, size: int) -> tuple | None:
+    return _batched_shape_of(old.data, new.data, old, new, size)
+
+
+def _batched_shape_of(old_data, new_data, old, new, size: int) -> tuple | None:
+    """The (program,) + per-program shape both values take as batched arrays (None: they do not line up)."""
+    shapes = []
+    for data, handle in ((old_data, old), (new_data, new)):
+        data = np.asarray(data)
+        shapes.append(data.shape[1:] if getattr(handle, MARK, False) else data.shape)
+    if shapes[0] != shapes[1]:
+        return None
+    return (size,) + tuple(shapes[0])
+
+
+def _as_batched(data, handle, shape: tuple) -> np.ndarray:
+    data = np.asarray(data)
+    return data if getattr(handle, MARK, False) else np.broadcast_to(data, shape)
+
+
+# -- installing -------------------------------------------------------------------------------------------------
+def install() -> None:
+    """Every jit function the interpreter rewrites gets its loops rewritten (on the serial engine, and on one
+    program, loop() is the kernel's own range and begin() nothing: one rewritten function serves both engines,
+    as the interpreter keeps one per jit function). Not while a breakpoint is set: pdb then steps through the
+    kernel's own lines and nothing else."""
+    from triton.runtime import interpreter
+
+    from .grid_loop import FORCE_SERIAL
+
+    module = sys.modules[__name__]
+
+    def make(original):
+        def _transform_ast(*args, **kwargs):
+            tree = original(*args, **kwargs)
+            if FORCE_SERIAL:
+                return tree
+            rewriter = bind(original, args, kwargs).arguments["self"]
+            rewriter.fn.__globals__[NAME] = module
+            return rewrite(tree)
+
+        return _transform_ast
+
+    patch(interpreter.FunctionRewriter, "_transform_ast", make)
+
+
