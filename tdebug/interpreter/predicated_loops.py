@@ -3,18 +3,20 @@ batch runs once, to the largest bound, instead of once per group of programs wit
 
 Each jit function's AST (after the interpreter's own rewrite) has its simple loops
 `for i in range(...)` / `tl.range(...)` rewritten to
-    for i in __tdebug_loops__.loop(range, ...):
+    for i in __tdebug_loops__.loop("i", range, ...):
         state = __tdebug_loops__.begin(locals())
         <body>
         if __tdebug_loops__.merging(state):
-            a, b, ... = __tdebug_loops__.end(state, locals(), ("a", "b", ...))
-On the serial engine, or when the programs of a batch agree on the bounds, loop() is the range itself. When only
+            merged = __tdebug_loops__.end(state, locals(), ("a", "b", ...))
+            if "a" in merged: a = merged["a"]   (and so on: a name bound by neither side stays unbound)
+(only loops whose variable the function names nowhere else, whose body has no break, continue, return, try or
+del). On the serial engine, or when the programs of a batch agree on the bounds, loop() is the range itself. When only
 the stop differs, loop() iterates to the largest stop with a predicate on the batch (program_axis.Batch): the
 programs past their own stop are out of the loop; their memory ops, asserts and Python control flow are left out
 (program_axis) and, at the end of each such iteration, every name the body assigns gets back, for them, its
 value from before the iteration (end()): after the loop each program holds what it held after its own last
 iteration, as on the serial engine. Anything this cannot carry (a Python number or object that changed, a
-name bound in only one of the two, a value with extra state) gives up: the batch is split by its programs' trip
+value whose extra state differs on the two sides) gives up: the batch is split by its programs' trip
 counts (program_axis.Divergent), as before predication existed; so does any error raised in a batch while
 programs were out of a loop (grid_loop), so a real error is raised again by the programs that make it.
 """
@@ -36,6 +38,7 @@ from .versions import bind, patch
 
 NAME = "__tdebug_loops__"  # the name the rewritten functions reach this module by (set in their globals)
 STATE = "__tdebug_loop_state_{}"
+MERGED = "__tdebug_loop_merged_{}"
 
 
 # -- the rewrite ------------------------------------------------------------------------------------------------
@@ -48,7 +51,7 @@ def _is_range(call: ast.expr) -> bool:
 
 
 _ESCAPES = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
-            ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Try)
+            ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Try, ast.Delete)
 
 
 def _assigned(body: list[ast.stmt]) -> list[str]:
@@ -92,11 +95,22 @@ class LoopRewriter(ast.NodeTransformer):
                            value=_helper("begin", [_locals()], node))
         body = [begin] + node.body
         if names:
-            merged = ast.Assign(
-                targets=[ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names], ctx=ast.Store())],
-                value=_helper("end", [ast.Name(id=state, ctx=ast.Load()), _locals(),
-                                      ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())], node))
-            body.append(ast.If(test=_helper("merging", [ast.Name(id=state, ctx=ast.Load())], node), body=[merged],
+            # merged = end(state, locals(), names); then each name bound after the iteration (a name assigned
+            # only under a constexpr-false `if` is never bound) gets its merged value.
+            merged_name = MERGED.format(self.count - 1)
+            merge = [ast.Assign(targets=[ast.Name(id=merged_name, ctx=ast.Store())],
+                                value=_helper("end", [ast.Name(id=state, ctx=ast.Load()), _locals(),
+                                                      ast.Tuple(elts=[ast.Constant(n) for n in names],
+                                                                ctx=ast.Load())], node))]
+            for n in names:
+                merge.append(ast.If(
+                    test=ast.Compare(left=ast.Constant(n), ops=[ast.In()],
+                                     comparators=[ast.Name(id=merged_name, ctx=ast.Load())]),
+                    body=[ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
+                                     value=ast.Subscript(value=ast.Name(id=merged_name, ctx=ast.Load()),
+                                                         slice=ast.Constant(n), ctx=ast.Load()))],
+                    orelse=[]))
+            body.append(ast.If(test=_helper("merging", [ast.Name(id=state, ctx=ast.Load())], node), body=merge,
                                orelse=[]))
         node.body = body
         for stmt in body:
@@ -210,17 +224,19 @@ def merging(state: _Iteration | None) -> bool:
     return state is not None
 
 
-def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...]) -> tuple:
-    """Each name's value after the iteration for the programs in the loop, before it for the others."""
-    out = []
+def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...]) -> dict:
+    """Each bound name's value after the iteration for the programs in the loop, before it for the others."""
+    out = {}
     for name in names:
-        if name not in frame_locals:
-            _give_up(state.batch, f"`{name}` is not bound after the iteration")
-        if name not in state.before:  # bound in the loop only: a loop-local value (the compiler refuses a use
-            out.append(frame_locals[name])  # after the loop of a name bound only inside it)
+        if name not in frame_locals:  # never bound (assigned under a constexpr-false `if` only)
+            if name in state.before:
+                _give_up(state.batch, f"`{name}` was unbound by the iteration")
             continue
-        out.append(_merge(state, state.before[name], frame_locals[name], name))
-    return tuple(out)
+        if name not in state.before:  # bound in the loop only: a loop-local value (the compiler refuses a use
+            out[name] = frame_locals[name]  # after the loop of a name bound only inside it)
+            continue
+        out[name] = _merge(state, state.before[name], frame_locals[name], name)
+    return out
 
 
 def _give_up(batch, why: str) -> None:

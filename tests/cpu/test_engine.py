@@ -53,7 +53,7 @@ def test_predicated_loops_identical_under_both_engines():
     assert report["differences"] == [], report["differences"]
     runs = report["scenarios"]
     for name in ("online_softmax", "own_bound", "silent_past_bound", "effects_in_loop", "strided_bound",
-                 "python_number"):  # predicated, nothing given up
+                 "python_number", "varlen_recurrence"):  # predicated, nothing given up
         assert runs[f"scenario_{name}"]["predicated_loops"] >= 1 and runs[f"scenario_{name}"]["splits"] == 0, name
         assert runs[f"scenario_{name}"]["batched_launches"] >= 1, name
     # Programs past their own bound make no access, assert or NaN report; the real out-of-bounds read does.

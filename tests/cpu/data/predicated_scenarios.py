@@ -205,3 +205,46 @@ def scenario_strided_bound(seed: int):
     out = torch.full((7 * 16,), float("nan"))
     strided_bound_kernel[(7,)](x, out, n, BLOCK=16)
     return out
+
+
+@triton.jit
+def varlen_recurrence_kernel(x_ptr, gate_ptr, out_ptr, state_ptr, cu_seqlens, H: tl.constexpr, D: tl.constexpr,
+                             USE_GATE: tl.constexpr, USE_BIAS: tl.constexpr):
+    """A recurrent scan over a varlen batch in the style of linear-attention libraries: program (h, n) walks its
+    own sequence (bos..eos from cu_seqlens) with pointers advanced each step, a store per step, a name assigned
+    only under a constexpr-false `if`, and the final state stored after the loop."""
+    i_h, i_n = tl.program_id(0), tl.program_id(1)
+    bos = tl.load(cu_seqlens + i_n).to(tl.int64)
+    eos = tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    T = eos - bos
+    d = tl.arange(0, D)
+    p_x = x_ptr + bos * H * D + i_h * D + d
+    p_o = out_ptr + bos * H * D + i_h * D + d
+    p_g = gate_ptr + bos * H + i_h
+    h = tl.zeros([D], tl.float32)
+    for _ in range(0, T):
+        b_x = tl.load(p_x).to(tl.float32)
+        if USE_GATE:
+            b_g = tl.load(p_g).to(tl.float32)
+            h = h * tl.exp(b_g)
+        if USE_BIAS:
+            b_bias = b_x * 0.5
+            h += b_bias
+        h = h + b_x
+        tl.store(p_o, h.to(p_o.dtype.element_ty))
+        p_x += H * D
+        p_o += H * D
+        p_g += H
+    tl.store(state_ptr + (i_n * H + i_h) * D + d, h)
+
+
+def scenario_varlen_recurrence(seed: int):
+    lengths = torch.tensor([7, 1, 12, 3, 9], dtype=torch.int64)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+    h, d, total = 3, 8, int(lengths.sum())
+    x = _rand(seed, total, h, d)
+    gate = -_rand(seed + 1, total, h).abs() * 0.1
+    out = torch.empty(total, h, d)  # every element written by its sequence's program: nothing unwritten
+    state = torch.empty(lengths.numel(), h, d)
+    varlen_recurrence_kernel[(h, lengths.numel())](x, gate, out, state, cu, H=h, D=d, USE_GATE=True, USE_BIAS=False)
+    return out, state
