@@ -195,16 +195,23 @@ def _side_arrays(h):
 
 def slice_program(v, i: int):
     """Program i's part of a value (a batched handle, a list of them, or anything else as it is)."""
+    return _programs_of(v, i)
+
+
+def _programs_of(v, index):
+    """The rows `index` of a batched value (a handle with its side arrays, or a list of them; anything else as it
+    is): an int gives one program's value, an array of batch rows a smaller (or reordered) batch."""
     if getattr(v, MARK, False):
         out = copy.copy(v)
-        out.data = v.data[i]
+        out.data = v.data[index]
         for key, value in _side_arrays(v):
             if value.shape[:1] == v.data.shape[:1]:
-                setattr(out, key, value[i])
-        out.__dict__.pop(MARK, None)
+                setattr(out, key, value[index])
+        if not isinstance(index, np.ndarray):
+            out.__dict__.pop(MARK, None)
         return out
     if isinstance(v, list):
-        return [slice_program(x, i) for x in v]
+        return [_programs_of(x, index) for x in v]
     return v
 
 
@@ -322,20 +329,6 @@ def _of_active(batch: Batch, data, handle):
     return data[batch.active]
 
 
-def _take_programs(v, idx: np.ndarray):
-    """A value for the programs `idx` of the batch only (a batched handle's rows, with its side arrays)."""
-    if getattr(v, MARK, False):
-        out = copy.copy(v)
-        out.data = v.data[idx]
-        for key, value in _side_arrays(v):
-            if value.shape[:1] == v.data.shape[:1]:
-                setattr(out, key, value[idx])
-        return out
-    if isinstance(v, list):
-        return [_take_programs(x, idx) for x in v]
-    return v
-
-
 def _active_programs(batch: Batch, original, args: tuple, kwargs: dict):
     """A load, store or atomic inside a predicated loop: run for the programs still in their loops only (the
     listeners see those programs' lanes and no other), each other program's result a stand-in: the first
@@ -346,8 +339,8 @@ def _active_programs(batch: Batch, original, args: tuple, kwargs: dict):
                 serial=batch.serial, whole=batch, rows=idx)
     CURRENT = sub
     try:
-        out = _whole_batch(sub, original, [_take_programs(a, idx) for a in args],
-                           {k: _take_programs(v, idx) for k, v in kwargs.items()})
+        out = _whole_batch(sub, original, [_programs_of(a, idx) for a in args],
+                           {k: _programs_of(v, idx) for k, v in kwargs.items()})
     finally:
         CURRENT = batch
         batch.effects, batch.atomics = sub.effects, sub.atomics
@@ -355,12 +348,7 @@ def _active_programs(batch: Batch, original, args: tuple, kwargs: dict):
         return None
     rows = np.zeros(batch.size, dtype=np.intp)  # program -> row of `out` (stand-ins: the first active one's)
     rows[idx] = np.arange(idx.size)
-    full = copy.copy(out)
-    full.data = out.data[rows]
-    for key, value in _side_arrays(out):
-        if value.shape[:1] == out.data.shape[:1]:
-            setattr(full, key, value[rows])
-    return mark(full)
+    return _programs_of(out, rows)
 
 
 def _unported(name: str):
