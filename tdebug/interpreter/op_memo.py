@@ -81,12 +81,19 @@ def _kinds():
 _TENSOR = _CONSTEXPR = _BASE_TYPE = _TUPLE = _HANDLE = None  # set by install
 
 
+GLOBAL_ADDRESS_SPACE = (1, "global")  # a pointer's address_space: 1 up to Triton 3.8, "global" from 3.9
+
+
+def _global(pointer) -> bool:
+    """A pointer type into global memory (a type's name does not say its address space: only those are keyed)."""
+    return getattr(pointer, "address_space", 1) in GLOBAL_ADDRESS_SPACE
+
+
 def _encode(value: Any, parts: list, ops: _Operands) -> None:
     kind = type(value)
     if kind is _TENSOR:
         ty = value.type
-        if type(value.handle) is not _HANDLE or (
-                "pointer" in ty.name and getattr(ty.scalar, "address_space", "global") != "global"):
+        if type(value.handle) is not _HANDLE or ("pointer" in ty.name and not _global(ty.scalar)):
             raise _Uncacheable
         parts.append(ops.add(value))
     elif kind is int or kind is bool or kind is str or value is None:
@@ -98,7 +105,7 @@ def _encode(value: Any, parts: list, ops: _Operands) -> None:
         _encode(value.value, parts, ops)
     elif isinstance(value, _BASE_TYPE):
         name = getattr(value, "name", None)
-        if name is None or ("pointer" in name and getattr(value.scalar, "address_space", "global") != "global"):
+        if name is None or ("pointer" in name and not _global(value.scalar)):
             raise _Uncacheable
         parts.append(("d", kind, name))
     elif kind is tuple or kind is list or kind is _TUPLE:

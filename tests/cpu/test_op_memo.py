@@ -32,3 +32,17 @@ def test_replayed_builtins_give_triton_s_results_and_errors():
     assert "IncompatibleTypeError" in memo["errors"][2] or "TypeError" in memo["errors"][2]
     assert plain["hits"] == 0 and memo["hits"] > 200  # the loop's calls came from the memo
     assert memo["families"] > 0  # and those with the loop's Python scalars from a family's code
+
+
+def test_pointers_into_global_memory_are_keyed_on_every_triton():
+    """A pointer type's address space is 1 up to Triton 3.8 and "global" from 3.9: both are global memory, so
+    pointer arithmetic, loads and stores replay (before, Triton 3.6 ran every pointer op through its front end)."""
+    from types import SimpleNamespace
+
+    import triton.language as tl
+
+    from tdebug.interpreter import op_memo
+
+    assert op_memo._global(tl.pointer_type(tl.float32))
+    assert op_memo._global(tl.block_type(tl.pointer_type(tl.int64), [4]).scalar)
+    assert not op_memo._global(SimpleNamespace(address_space=3))  # shared memory: its name says nothing of it
