@@ -240,7 +240,7 @@ def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...]) -> dict:
 
 
 def _give_up(batch, why: str) -> None:
-    raise Divergent(np.asarray(getattr(batch, "trip_counts", np.zeros(batch.size, np.int64))).copy())
+    raise Divergent(batch.trip_counts.copy())
 
 
 def _merge(state: _Iteration, old: Any, new: Any, name: str) -> Any:
@@ -293,7 +293,7 @@ def _merge_handles(state: _Iteration, old, new):
                 return None
             one[key] = np.full(np.shape(handle.data), SIDE_ARRAY_NONE[key], dtype=other[key].dtype)
     size = state.batch.size
-    shape = _batched_shape(old, new, size)
+    shape = _batched_shape_of(old.data, new.data, old, new, size)
     if shape is None:
         return None
     keep = state.active.reshape((size,) + (1,) * (len(shape) - 1))
@@ -309,10 +309,6 @@ def _merge_handles(state: _Iteration, old, new):
         setattr(out, key, np.where(keep_side, _as_batched(new_side[key], new, side_shape),
                                    _as_batched(old_side[key], old, side_shape)))
     return mark(out)
-
-
-def _batched_shape(old, new, size: int) -> tuple | None:
-    return _batched_shape_of(old.data, new.data, old, new, size)
 
 
 def _batched_shape_of(old_data, new_data, old, new, size: int) -> tuple | None:

@@ -66,6 +66,7 @@ class Batch:
     predicates: list = field(default_factory=list)
     active: np.ndarray | None = None  # the programs in every loop now iterating (None: all of them)
     predicated: bool = False  # some iteration of this batch ran with programs out of their loop
+    trip_counts: np.ndarray | None = None  # the last predicated loop's trip count per program (a split's groups)
     # A memory op inside a predicated loop runs for a part of the batch: `whole` is the batch, `rows` the
     # part's programs in it (kernel locals hold values for every program of `whole`).
     whole: Batch | None = None
@@ -281,7 +282,7 @@ def _per_program(name: str, effect: bool):
                 batch.index = None
                 builder.grid_idx = saved
             if active is not None:  # the values of programs out of their loop: any active program's
-                stand_in = next(o for o in outs if o is not None) if any(o is not None for o in outs) else None
+                stand_in = next((o for o in outs if o is not None), None)
                 outs = [stand_in if o is None else o for o in outs]
             return _stack(outs)
 
@@ -534,7 +535,7 @@ def uniform(tensor):
     if data[0].size != 1:
         return None
     values = data.reshape(data.shape[0])
-    deciding = values if CURRENT.active is None else values[CURRENT.active]  # programs out of a loop: any path
+    deciding = _of_active(CURRENT, values, h)  # programs out of a loop: any path
     first = deciding[0]
     if (deciding == first).all() or (deciding != deciding).all():
         return first
