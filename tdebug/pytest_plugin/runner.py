@@ -53,8 +53,8 @@ class Runner:
         self.follower.install()
         root = config.stash.get(REPRO_ROOT, None)
         if root:
-            ReproWriter(root).install(self.session)  # after the session: outermost launch wrapper
-        serialise_launches()  # last: the outermost wrapper of a launch
+            ReproWriter(root).install(self.session)
+        serialise_launches()  # one launch at a time across threads
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
