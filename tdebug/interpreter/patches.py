@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,6 +60,7 @@ class LaunchRecord:
     config_index: int | None = None
     survivors: list[int] = field(default_factory=list)  # autotuned: the configs its pruning keeps (indices)
     config_count: int = 0  # how many autotune configs the kernel has (0: not autotuned)
+    seconds: float = 0.0  # wall time of the launch, tdebug's checks in it included (layer "launch_clock")
 
 
 @dataclass
@@ -194,6 +196,18 @@ def _record_launch(original):
     return __call__
 
 
+def _clock_launch(original):
+    def __call__(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            if STATE.launches:  # the record this launch opened (or the autotuner opened for it)
+                STATE.launches[-1].seconds += time.perf_counter() - started
+
+    return __call__
+
+
 def _record_grid(original):
     def set_grid_dim(*args, **kwargs):
         call = bind(original, args, kwargs)
@@ -222,6 +236,7 @@ def _record_launches() -> None:
 
     patch = patcher("launch_record")
     patch(interpreter.GridExecutor, "__call__", _record_launch)
+    patcher("launch_clock")(interpreter.GridExecutor, "__call__", _clock_launch)
     patch(interpreter.interpreter_builder, "set_grid_dim", _record_grid)
     if TRITON < (3, 7):
         patch(interpreter, "_patch_lang_tensor", _squeeze_index)  # Triton 3.6 under numpy >= 2.4

@@ -270,6 +270,7 @@ LAYERS: tuple[str, ...] = (
     "limits",  # size caps: checked before the sanitizer makes its shadows
     "repro",  # a reproducer per launch with findings: counts them before the follower hands them on
     "follow",  # launches in a script's threads and child processes
+    "launch_clock",  # a launch's seconds, all of tdebug's work in it included (patches.py)
     "serialise",  # one launch at a time across threads: the outermost wrapper of a launch
     "trace",  # tdebug viz's traces
     "program_axis",  # every builder op batched: installed at the first batched launch, outermost
