@@ -38,6 +38,7 @@ from . import (
     overflow,
     predicated_loops,
     recursion,
+    reduce_scan,
 )
 from .frames import KernelError, current_pid, user_frame
 from .versions import TRITON, bind, patcher
@@ -267,6 +268,7 @@ def install(exact_values: bool = True) -> None:
     lean_ops.install()
     if exact_values:  # triton-viz's symbolic engine: its values are expressions, its ops its own
         op_memo.install()
+        reduce_scan.install()
     block_pointers.install()
     boolops.install()
     if exact_values:

@@ -252,6 +252,7 @@ LAYERS: tuple[str, ...] = (
     "lean",  # its once-per-launch check wraps the alias patch
     "lean_ops",  # its overflow check runs inside tdebug's signed-only one (device_assert)
     "op_memo",  # the overflow checks run inside its recorded step
+    "reduce_scan",  # a kernel's own combine function run on vectors (reduce_scan.py)
     "block_pointers",
     "boolops",
     "predicated_loops",  # rewrites the tree boolops rewrote
