@@ -45,7 +45,8 @@ def test_the_layers_on_every_internal_do_not_depend_on_the_order_the_parts_were_
     usual, reversed_ = _install_all()["layers"], _install_all("reversed")["layers"]
     assert usual == reversed_
     assert usual["GridExecutor.__call__"] == ["grid_loop", "launch_record", "device_tables", "lean", "stores", "nan",
-                                              "sanitizer", "limits", "repro", "follow", "serialise"]
+                                              "sanitizer", "limits", "repro", "follow", "launch_clock",
+                                              "serialise"]
     assert usual["InterpreterBuilder.create_masked_store"] == ["memory_guard", "batch_memory", "overflow",
                                                                "safe_launch", "stores", "nan", "sanitizer", "trace",
                                                                "program_axis"]
