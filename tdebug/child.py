@@ -156,12 +156,11 @@ def _setup(job: Job):
     if job.limits is not None and os.environ.get("TRITON_INTERPRET") == "1":
         from .interpreter import limits
 
-        # after the sanitizer: checked before its shadows
+        # layer "limits", over the sanitizer's: checked before its shadows are made
         limits.install(limits.Limits(job.limits.max_programs, job.limits.max_bytes))
     if job.repro and os.environ.get("TRITON_INTERPRET") == "1":
         from .runtime.repro import ReproWriter
 
-        # after the sanitizer: its launch wrapper counts a launch's findings before this one looks
         ReproWriter(job.repro, label=Path(job.target).name).install(
             sanitizer if hasattr(sanitizer, "case_findings") else None)
     return sanitizer
@@ -178,7 +177,7 @@ def _follower(job: Job, sanitizer, folder: Path, home: int | None = None):
                 "limits": asdict(job.limits) if job.limits is not None else None}
     follower = Follower(folder, sanitizer, settings, home=home)
     follower.install()
-    serialise_launches()  # last: the outermost wrapper of a launch
+    serialise_launches()  # one launch at a time across threads
     return follower
 
 

@@ -43,7 +43,7 @@ def plain_shims() -> list[str]:
 
         from tdebug.interpreter.patches import _squeeze_index
 
-        patch(interpreter, "_patch_lang_tensor", _squeeze_index)
+        patch(interpreter, "_patch_lang_tensor", _squeeze_index, layer="launch_record")
         shims.append("range_over_tensor")
     return shims
 

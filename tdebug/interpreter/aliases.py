@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("aliases")
 
 
 class _Namespace:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import program_axis
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("batch_memory")
 
 
 @dataclass

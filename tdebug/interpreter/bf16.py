@@ -21,7 +21,9 @@ import numpy as np
 import torch
 
 from .unsupported import NotRunnable
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("bf16")
 
 BF16 = "bf16"
 FP8 = {"fp8e4nv": (torch.float8_e4m3fn, 448.0), "fp8e5": (torch.float8_e5m2, 57344.0)}

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("block_pointers")
 
 UNCHECKED = "tdebug.unchecked_dims"  # TensorHandle.attr key: block dims outside boundary_check
 

@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .unsupported import NotRunnable
-from .versions import TRITON, bind, patch
+from .versions import TRITON, bind, patcher
+
+patch = patcher("boolops")
 
 NAME = "__tdebug_boolops__"  # the name the rewritten functions reach this module by (set in their globals)
 CHAINS_COMPILE = TRITON >= (3, 9)  # the code generator (and interpreter) take `a < b < c` from 3.9 on

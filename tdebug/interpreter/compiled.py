@@ -6,7 +6,9 @@ tensors. Without this, dynamo traces into the interpreter with fake tensors and 
 from __future__ import annotations
 
 from ..catalogue import dynamo
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("compiled")
 
 INSTALLED: list[str] = []  # the internals made eager (tests read it)
 

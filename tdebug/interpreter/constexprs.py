@@ -4,7 +4,9 @@ call in tl.constexpr; the interpreter passes the bare object, so `dtype.value` r
 
 from __future__ import annotations
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("constexprs")
 
 
 def _value(self):

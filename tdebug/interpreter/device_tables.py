@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("device_tables")
 
 MIN_ADDRESS = 1 << 32  # device addresses lie above 4 GiB: smaller int64 entries are indices, not pointers
 

@@ -18,7 +18,9 @@ from collections.abc import Callable
 import numpy as np
 
 from .bf16 import BF16, bf16_to_fp32, fp32_to_bf16, fp64_to_fp32_odd, name_of
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("fma")
 
 FUSED = {BF16, "fp16", "fp32"}  # products of these are exact in fp64
 FACTORS = "tdebug_factors"  # attribute of a product's TensorHandle: its two factor handles
@@ -82,7 +84,7 @@ def fused(a, b, c, product_sign: float, addend_sign: float, dtype_name: str) -> 
 
 
 def install() -> None:
-    """Patch the builder's fmul / fadd / fsub / fma (after bf16.install, so these wrappers are outermost)."""
+    """Patch the builder's fmul / fadd / fsub / fma (layer "fma": over bf16's wrappers)."""
     from triton.runtime import interpreter
 
     builder = interpreter.interpreter_builder

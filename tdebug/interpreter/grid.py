@@ -7,7 +7,9 @@ from __future__ import annotations
 import functools
 
 from .frames import KernelError
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("grid")
 
 
 class GridError(KernelError, TypeError):

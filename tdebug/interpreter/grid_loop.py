@@ -28,7 +28,9 @@ import numpy as np
 from . import program_axis
 from .batch_memory import MemoryUndo
 from .program_axis import Batch, Divergent, Unported
-from .versions import forget_fault, patch
+from .versions import forget_fault, patcher
+
+patch = patcher("grid_loop")
 
 EXECUTORS = ("auto", "batched", "serial")
 MAX_BATCH = 4096  # programs in one batch, at most
@@ -294,7 +296,7 @@ def _run_grid(executor_obj, args: dict, grid: tuple[int, int, int], storages: li
 
 
 def install() -> None:
-    """Install the grid loop: first of all of tdebug's patches of GridExecutor.__call__ (the innermost)."""
+    """Install the grid loop: the innermost of tdebug's layers on GridExecutor.__call__."""
     from triton.runtime import interpreter
 
     patch(interpreter.GridExecutor, "__call__", _call)

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("lean")
 
 
 @dataclass

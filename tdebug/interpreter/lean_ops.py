@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("lean_ops")
 
 _UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 _LIMITS = {bits: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) for bits in (8, 16, 32)}

@@ -23,7 +23,9 @@ from types import ModuleType
 import numpy as np
 
 from .unsupported import NotRunnable
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("libdevice")
 
 BACKENDS = ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.libdevice")
 STUB = "triton.language.extra.libdevice"

@@ -36,11 +36,13 @@ def _storage_bytes(value, seen: dict[int, int]) -> None:
 
 
 def install(limits: Limits) -> None:
-    """Check every launch against the caps. Install after the sanitizer, so the check runs before its
+    """Check every launch against the caps. Layer "limits", over the sanitizer's: the check runs before its
     shadow memory and the interpreter's host copies are made."""
     from triton.runtime import interpreter
 
-    from .versions import bind, patch
+    from .versions import bind, patcher
+
+    patch = patcher("limits")
 
     builder = interpreter.interpreter_builder
     current: dict[str, str] = {"kernel": "kernel"}

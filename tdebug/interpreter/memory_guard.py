@@ -13,7 +13,9 @@ import numpy as np
 
 from . import provenance
 from .frames import KernelError, current_pid, user_frame
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("memory_guard")
 
 
 class OutOfBounds(KernelError, IndexError):

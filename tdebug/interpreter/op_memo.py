@@ -22,7 +22,9 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("op_memo")
 
 _MAX_TRACES = 20000  # emptied past this (a loop's Python int operand makes a key per value)
 

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .frames import current_pid, user_frame
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("overflow")
 
 ATTR = "_tdebug_exact"  # on a TensorHandle: its Origin (the true values and where the wrap happened)
 STRICT = False  # --check overflow-all: every wrapped add/sub/mul is a finding (the assert raises)

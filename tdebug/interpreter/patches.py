@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,9 +38,10 @@ from . import (
     overflow,
     predicated_loops,
     recursion,
+    reduce_scan,
 )
 from .frames import KernelError, current_pid, user_frame
-from .versions import TRITON, bind, patch
+from .versions import TRITON, bind, patcher
 
 
 class DeviceAssertError(KernelError, AssertionError):
@@ -59,6 +61,7 @@ class LaunchRecord:
     config_index: int | None = None
     survivors: list[int] = field(default_factory=list)  # autotuned: the configs its pruning keeps (indices)
     config_count: int = 0  # how many autotune configs the kernel has (0: not autotuned)
+    seconds: float = 0.0  # wall time of the launch, tdebug's checks in it included (layer "launch_clock")
 
 
 @dataclass
@@ -98,10 +101,10 @@ def _enable_device_assert() -> None:
 
         return create_assert
 
-    patch(builder, "create_assert", make)
+    patcher("device_assert")(builder, "create_assert", make)
     from triton.language.semantic import TritonSemantic
 
-    patch(TritonSemantic, "binary_op_sanitize_overflow_impl", _signed_overflow_only)
+    patcher("device_assert")(TritonSemantic, "binary_op_sanitize_overflow_impl", _signed_overflow_only)
 
 
 def _signed_overflow_only(original):
@@ -179,7 +182,7 @@ def pin_autotune() -> None:
         finally:
             self.nargs = None
 
-    patch(autotuner.Autotuner, "run", lambda original: run)
+    patcher("autotune")(autotuner.Autotuner, "run", lambda original: run)
 
 
 def _record_launch(original):
@@ -190,6 +193,18 @@ def _record_launch(original):
         else:
             STATE.launches.append(LaunchRecord(name, ()))
         return original(*args, **kwargs)
+
+    return __call__
+
+
+def _clock_launch(original):
+    def __call__(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            if STATE.launches:  # the record this launch opened (or the autotuner opened for it)
+                STATE.launches[-1].seconds += time.perf_counter() - started
 
     return __call__
 
@@ -220,42 +235,46 @@ def _squeeze_index(original):
 def _record_launches() -> None:
     from triton.runtime import interpreter
 
+    patch = patcher("launch_record")
     patch(interpreter.GridExecutor, "__call__", _record_launch)
+    patcher("launch_clock")(interpreter.GridExecutor, "__call__", _clock_launch)
     patch(interpreter.interpreter_builder, "set_grid_dim", _record_grid)
     if TRITON < (3, 7):
-        patch(interpreter, "_patch_lang_tensor", _squeeze_index)
+        patch(interpreter, "_patch_lang_tensor", _squeeze_index)  # Triton 3.6 under numpy >= 2.4
 
 
 def install(exact_values: bool = True) -> None:
     """Install every patch. exact_values=False leaves out exact bf16/fp8 and fused multiply-add rounding
-    (for triton-viz's symbolic engine, whose values are expressions, not numbers)."""
+    (for triton-viz's symbolic engine, whose values are expressions, not numbers). What runs inside what on
+    one internal is versions.LAYERS, not the order below."""
     if STATE.installed:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
     from . import batch_memory, bf16, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
 
-    grid_loop.install()  # first: the innermost wrapper of the grid loop (the batched engine's ops go last)
-    memory_guard.install()  # innermost around Triton's memory ops: no lane outside its tensor reaches them
-    batch_memory.install()  # around the guard: its numpy ops touch only elements the sanitizer resolved
+    grid_loop.install()
+    memory_guard.install()
+    batch_memory.install()
     provenance.install()
     _enable_device_assert()
     pin_autotune()
     _record_launches()
     device_tables.install()  # pointer tables of device addresses, on a GPU: to the launch's host copies
     for module in (scalars, grid, libdevice) + ((bf16, fma) if exact_values else ()):
-        module.install()  # fma wraps bf16's arithmetic: after it
+        module.install()
     aliases.install()
-    lean.install()  # after aliases: its once-per-launch check wraps the alias patch
-    lean_ops.install()  # after _enable_device_assert: its overflow check runs before tdebug's signed-only one
+    lean.install()
+    lean_ops.install()
     if exact_values:  # triton-viz's symbolic engine: its values are expressions, its ops its own
-        op_memo.install()  # after lean_ops: the overflow checks run inside its recorded step
+        op_memo.install()
+        reduce_scan.install()
     block_pointers.install()
     boolops.install()
     if exact_values:
-        predicated_loops.install()  # after boolops: rewrites the tree boolops rewrote
+        predicated_loops.install()
     constexprs.install()
     overflow.install()
     recursion.install()
-    compiled.install()  # last: launches from torch.compile'd code run eagerly (after pin_autotune's patch)
+    compiled.install()  # launches from torch.compile'd code run eagerly
     STATE.installed = True

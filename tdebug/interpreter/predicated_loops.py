@@ -34,7 +34,9 @@ import numpy as np
 
 from . import program_axis
 from .program_axis import MARK, SIDE_ARRAY_NONE, Divergent, _side_arrays, mark
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("predicated_loops")
 
 NAME = "__tdebug_loops__"  # the name the rewritten functions reach this module by (set in their globals)
 STATE = "__tdebug_loop_state_{}"

@@ -2,7 +2,7 @@
 
 A handle marked batched holds `(P,) + shape` where `shape` is what the serial interpreter would hold for one
 program (a scalar is `(1,)` there, so `(P, 1)` here); an unmarked handle is the same in every program. The
-builder's ops are wrapped once, outermost (after every other tdebug patch), and sort into three kinds:
+builder's ops are wrapped once, outermost (layer "program_axis"), and sort into three kinds:
 - element-wise ops run once for the whole batch: batched operands are given the same rank first, so numpy's
   broadcasting lines the program axis up with the program axis;
 - shape ops (splat, broadcast, reshape, expand_dims, trans, cat, gather, reductions, scans) shift their axes
@@ -27,7 +27,9 @@ import numpy as np
 
 from . import provenance
 from .frames import EngineSignal
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("program_axis")
 
 MARK = "_tdebug_batched"
 
@@ -581,7 +583,7 @@ _INSTALLED = False
 
 
 def install() -> None:
-    """Wrap the builder's ops for batches: once, after every other tdebug patch (the outermost layer)."""
+    """Wrap the builder's ops for batches: once, at the first batched launch (the outermost layer)."""
     global _INSTALLED
     if _INSTALLED:
         return
@@ -604,5 +606,5 @@ def install() -> None:
     patch(interpreter.ReduceOps, "apply_impl", _reduction)
     patch(interpreter.ScanOps, "apply_impl", _reduction)
     patch(interpreter.ReduceScanOpInterface, "to_tensor", _to_tensor)
-    patch(interpreter, "_patch_lang_tensor", _lang_tensor)  # after patches._squeeze_index: ours decides
+    patch(interpreter, "_patch_lang_tensor", _lang_tensor)  # over patches._squeeze_index: ours decides
     _INSTALLED = True

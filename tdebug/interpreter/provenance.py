@@ -11,7 +11,9 @@ from integers (pointer tables) carry no tag: the live-pointer checks judge them 
 
 from __future__ import annotations
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("provenance")
 
 TAG = "_tdebug_from"  # handle attribute: the data_ptr of the storage the pointer was derived from
 EXTENTS: dict[int, int] = {}  # a tag -> its storage's size in bytes (as of the latest launch that passed it)

@@ -7,7 +7,9 @@ is the repr of the level below: the message doubles its escapes per level and th
 from __future__ import annotations
 
 from .frames import KernelError
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("recursion")
 
 MAX_DEPTH = 64  # nested @triton.jit calls within one program; real kernels nest a handful
 

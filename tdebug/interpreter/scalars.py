@@ -8,7 +8,9 @@ import functools
 
 import numpy as np
 
-from .versions import patch
+from .versions import patcher
+
+patch = patcher("scalars")
 
 
 def typed_scalar(arg):

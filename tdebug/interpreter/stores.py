@@ -18,7 +18,9 @@ import numpy as np
 from . import grid_loop, program_axis
 from .frames import current_pid, user_frame
 from .program_axis import Batch, current_program, is_batched, lane_programs
-from .versions import bind, patch
+from .versions import bind, patcher
+
+patch = patcher("stores")
 
 MAX_LANES = 1 << 25  # lanes kept over all recorded launches; the oldest launches are dropped beyond it
 

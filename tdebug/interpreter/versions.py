@@ -1,5 +1,6 @@
 """The one place that knows Triton's internals per version: every patch of an interpreter, autotuner or
-language object goes through `patch`, wrappers read a call's arguments by name through `bind`, and
+language object goes through `patch` in a named layer (LAYERS: the one order of tdebug's wrappers on an
+internal, innermost first), wrappers read a call's arguments by name through `bind`, and
 INTERNALS lists, per Triton release, each internal tdebug patches and the parameters it binds by name
 (tests/cpu/test_versions.py checks the table against the running Triton, so a changed internal fails
 that one test instead of every launch). What changed between 3.6 and 3.9: /work/notes/versions-survey.md.
@@ -227,10 +228,78 @@ def take_faults() -> list[BaseException]:
     return faults
 
 
+# The layers tdebug stacks on Triton's internals, innermost first: where two layers patch one internal, the
+# one listed first runs inside the other (is its `original`), whatever order they were installed in. Every
+# patch names its layer (a module takes its `patch` from `patcher(LAYER)`), so the order in which a process
+# wires its parts (child.py, viz/trace_child.py, pytest_plugin/runner.py, a followed child) cannot change
+# what runs inside what.
+LAYERS: tuple[str, ...] = (
+    "probe",  # tests' probes of what reaches Triton itself
+    "grid_loop",  # the launch's grid loop, serial or batched: the innermost wrapper of a launch
+    "memory_guard",  # innermost around the memory ops: no lane outside its tensor reaches Triton's
+    "batch_memory",  # a batch's loads and stores as numpy over the elements the checks resolved
+    "provenance",  # which tensor a pointer was computed from
+    "device_assert",  # tl.device_assert fires (patches.py)
+    "autotune",  # one pinned config (patches.py)
+    "launch_record",  # every launch recorded (patches.py)
+    "device_tables",  # pointer tables of device addresses, on a GPU
+    "scalars",
+    "grid",
+    "libdevice",
+    "bf16",
+    "fma",  # wraps bf16's arithmetic
+    "aliases",
+    "lean",  # its once-per-launch check wraps the alias patch
+    "lean_ops",  # its overflow check runs inside tdebug's signed-only one (device_assert)
+    "op_memo",  # the overflow checks run inside its recorded step
+    "reduce_scan",  # a kernel's own combine function run on vectors (reduce_scan.py)
+    "block_pointers",
+    "boolops",
+    "predicated_loops",  # rewrites the tree boolops rewrote
+    "constexprs",
+    "overflow",
+    "recursion",
+    "compiled",  # launches from torch.compile'd code run eagerly (over autotune's patch)
+    "safe_launch",  # tdebug viz: a launch's accesses stay inside its tensors
+    "stores",  # which program stored each element
+    "nan",  # its store check sees the mask after the sanitizer cut the out-of-bounds lanes
+    "sanitizer",  # bounds, race, uninit, unwritten (sanitize/session.py)
+    "locks",
+    "live",
+    "symbolic",  # triton-viz's symbolic engine
+    "divergence",  # on a GPU: each launch also runs compiled
+    "limits",  # size caps: checked before the sanitizer makes its shadows
+    "repro",  # a reproducer per launch with findings: counts them before the follower hands them on
+    "follow",  # launches in a script's threads and child processes
+    "launch_clock",  # a launch's seconds, all of tdebug's work in it included (patches.py)
+    "serialise",  # one launch at a time across threads: the outermost wrapper of a launch
+    "trace",  # tdebug viz's traces
+    "program_axis",  # every builder op batched: installed at the first batched launch, outermost
+    "test",  # tests' wrappers over everything
+)
+_RANK = {name: i for i, name in enumerate(LAYERS)}
+
+
+@dataclass
+class _Layer:
+    rank: int
+    make: Callable[[Callable], Callable]
+    made: Callable  # make(the layer below it)
+
+
+@dataclass
+class _Stack:
+    """tdebug's layers on one internal: what was there before them, and the guard now in its place."""
+
+    base: Any
+    layers: list[_Layer]
+    guard: Any = None
+
+
 # (id(owner), attribute name) -> (owner, name, the original), so tests can restore Triton as it was.
 _ORIGINALS: dict[tuple[int, str], tuple[Any, str, Any]] = {}
+_STACKS: dict[tuple[int, str], _Stack] = {}
 PATCHED: set[str] = set()  # "Owner.name" of every patch made in this process (the test checks them)
-_REPLACEMENT = "_tdebug_replacement"  # attribute of a patch's guard: the replacement it guards
 
 
 def replaced() -> dict[int, Any]:
@@ -249,24 +318,51 @@ def original_of(value: Any, table: dict[int, Any] | None = None) -> Any:
     return (replaced() if table is None else table).get(id(value), value)
 
 
-def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callable:
+def patcher(layer: str) -> Callable[[Any, str, Callable[[Callable], Callable]], Callable]:
+    """`patch` for one layer of LAYERS: a module's `patch = patcher("nan")`."""
+    if layer not in _RANK:
+        raise InternalError(f"tdebug has no layer {layer!r} (versions.LAYERS)")
+
+    def patch_in_layer(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callable:
+        return patch(owner, name, make, layer=layer)
+
+    return patch_in_layer
+
+
+def patch(owner: Any, name: str, make: Callable[[Callable], Callable], *, layer: str) -> Callable:
     """Replace owner.name with make(original) and remember the original; returns the replacement.
 
-    The replacement carries the original's signature, so a later patch of the same internal can `bind`."""
+    `layer` (one of LAYERS) says where this wrapper sits among tdebug's others on the same internal: a layer
+    that comes in below ones already there has them made again over it. Every wrapper carries the original's
+    signature, so the one above can `bind`; one guard, outermost, records errors raised in tdebug's code."""
     key = f"{owner_label(owner)}.{name}"
     internal = registered(key)
     if internal is not None and not internal.applies():
         raise InternalError(f"tdebug patches {key} only on Triton {_range(internal)}, not {TRITON_VERSION}")
+    rank = _RANK.get(layer)
+    if rank is None:
+        raise InternalError(f"tdebug has no layer {layer!r} (versions.LAYERS)")
     try:
-        original = getattr(owner, name)
+        current = getattr(owner, name)
     except AttributeError:
         raise InternalError(f"tdebug cannot patch {key}: {triton_label()} has no such attribute "
                             f"(tdebug supports Triton {SUPPORTED})") from None
-    _ORIGINALS.setdefault((id(owner), name), (owner, name, original))
+    _ORIGINALS.setdefault((id(owner), name), (owner, name, current))
     PATCHED.add(key)
-    # A patch over an earlier one wraps the earlier replacement itself, not its guard: one guard per
-    # internal however many patches stack there (the outermost sees every exception the inner ones raise).
-    replacement = make(getattr(original, _REPLACEMENT, original))
+    stack = _STACKS.get((id(owner), name))
+    if stack is None or current is not stack.guard:  # first patch, or something else replaced ours since
+        stack = _STACKS[(id(owner), name)] = _Stack(current, [])
+    signature = _signature(stack.base)
+    at = sum(1 for below in stack.layers if below.rank <= rank)
+    stack.layers.insert(at, _Layer(rank, make, None))
+    for i in range(at, len(stack.layers)):  # the new layer, and the ones above it made again over it
+        layer_i = stack.layers[i]
+        layer_i.made = layer_i.make(stack.layers[i - 1].made if i else stack.base)
+        try:
+            layer_i.made.__signature__ = signature
+        except AttributeError:  # not a plain function: binds by its own signature
+            pass
+    replacement = stack.layers[-1].made
 
     def guarded(*args, **kwargs):
         try:
@@ -276,18 +372,22 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable]) -> Callab
                 FAULTS.append(exc)  # seen even if the user's script swallows it
             raise
 
-    guarded.__signature__ = _signature(original)
+    guarded.__signature__ = signature
     guarded.__name__ = guarded.__qualname__ = getattr(replacement, "__name__", name)
     # torch._dynamo.disable's marks (interpreter/compiled.py): dynamo reads them on the function it traces.
     guarded.__dict__.update({k: v for k, v in getattr(replacement, "__dict__", {}).items()
                              if k.startswith("_torchdynamo")})
-    try:  # a later patch gets the replacement as its `original`: it binds by the original's signature
-        replacement.__signature__ = guarded.__signature__
-        setattr(guarded, _REPLACEMENT, replacement)
-    except AttributeError:  # not a plain function: a later patch wraps the guard
-        pass
+    stack.guard = guarded
     setattr(owner, name, guarded)
     return guarded
+
+
+def layers_of(owner: Any, name: str) -> list[str]:
+    """The layers on owner.name now, innermost first (empty: not patched, or replaced since)."""
+    stack = _STACKS.get((id(owner), name))
+    if stack is None or getattr(owner, name, None) is not stack.guard:
+        return []
+    return [LAYERS[layer.rank] for layer in stack.layers]
 
 
 class Call:
@@ -458,4 +558,5 @@ def unpatch_all() -> None:
     for owner, name, original in _ORIGINALS.values():
         setattr(owner, name, original)
     _ORIGINALS.clear()
+    _STACKS.clear()
     PATCHED.clear()

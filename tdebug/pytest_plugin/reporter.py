@@ -60,6 +60,10 @@ class Reporter:
             "with_findings": sum(bool(t["findings"]) for t in self.tests.values()),
             "crashed_or_hung": sum(bool(t["crash"]) for t in self.tests.values()),
             "findings_by_check": dict(sorted(checks.items())),
+            # Where the tests' time went (wall seconds, summed over tests): their calls, of which Triton launches.
+            "time": {"seconds": round(sum(t["time"]["seconds"] for t in self.tests.values() if "time" in t), 3),
+                     "launch_seconds": round(sum(t["time"]["launch_seconds"] for t in self.tests.values()
+                                                 if "time" in t), 3)},
         }
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -77,6 +81,13 @@ class Reporter:
                 + (f"; catalogue seed {self.seed}" if option.tdebug_catalogue else ""))
         terminalreporter.write_sep("-", "tdebug")
         terminalreporter.write_line(line)
+        spent = s["time"]
+        if spent["seconds"] > 0:
+            share = 100 * spent["launch_seconds"] / spent["seconds"]
+            terminalreporter.write_line(
+                f"tdebug: the tests' calls took {spent['seconds']:.1f} s, {spent['launch_seconds']:.1f} s "
+                f"({share:.0f}%) of it in Triton launches (the interpreter and tdebug's checks), the rest in the "
+                "tests' own code")
         if self.json_path:
             terminalreporter.write_line(f"tdebug: findings written to {self.json_path}")
         for line in self.repro_lines():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,8 +54,8 @@ class Runner:
         self.follower.install()
         root = config.stash.get(REPRO_ROOT, None)
         if root:
-            ReproWriter(root).install(self.session)  # after the session: outermost launch wrapper
-        serialise_launches()  # last: the outermost wrapper of a launch
+            ReproWriter(root).install(self.session)
+        serialise_launches()  # one launch at a time across threads
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
@@ -160,6 +161,7 @@ class Runner:
     def _in_process(self, item: pytest.Item, runtest: Callable[[], None], settings: Settings) -> None:
         patches.STATE.config_index = settings.config or 0
         patches.STATE.launches.clear()
+        started = time.perf_counter()
         try:
             if settings.skip:
                 runtest()
@@ -169,7 +171,9 @@ class Runner:
         finally:
             findings = [] if settings.skip else self.session.end_case()
             verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(patches.STATE.launches),
-                                                    configs=[settings.config or 0])
+                                                    configs=[settings.config or 0],
+                                                    seconds=time.perf_counter() - started,
+                                                    launch_seconds=sum(r.seconds for r in patches.STATE.launches))
         if verdict.failed:
             raise TdebugFailure(verdict.text())
 
@@ -178,6 +182,10 @@ def _verdict(run: TestRun, settings: Settings) -> Verdict:
     verdict = Verdict(findings=pass_findings(run), configs=[index for index, _ in run.passes])
     first = run.passes[0][1]
     verdict.launches = len(first.result["launches"]) if first.result else len(first.launches())
+    for _, child in run.passes:
+        if child.result:
+            verdict.seconds += child.result.get("seconds", 0.0)
+            verdict.launch_seconds += sum(launch.get("seconds", 0.0) for launch in child.result["launches"])
     dead = [(index, child) for index, child in run.passes if child.result is None]
     if dead:
         index, child = dead[0]

@@ -11,6 +11,7 @@ import functools
 import io
 import os
 import pickle
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -158,6 +159,7 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
         RECORDER.clear()
         if repro.WRITER is not None:
             repro.WRITER.begin_case(item.nodeid)
+        started = time.perf_counter()
         try:
             if settings.skip:
                 runtest()
@@ -171,6 +173,7 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
             finding = exception_finding(exc)
             if finding.check in EXCEPTION_CHECKS and not settings.skip:
                 findings.append(finding.to_dict())
+        seconds = time.perf_counter() - started
         if follower is not None and follower.away:  # a process the test forked came back here: it is done
             exit_now(0)
         launches = [r.__dict__ for r in STATE.launches]
@@ -182,7 +185,7 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
                 launches += [{"kernel": "(in a child process)"}] * followed.launches
         if repro.WRITER is not None and findings:
             repro.WRITER.case_done(findings)
-        return {"failure": failure, "findings": findings, "launches": launches}
+        return {"failure": failure, "findings": findings, "launches": launches, "seconds": seconds}
 
     return work
 

@@ -31,6 +31,8 @@ class Verdict:
     launches: int = 0  # launches in the first pass
     configs: list[int] = field(default_factory=list)  # the autotune config passes that ran
     own_failure: str = ""  # the test's own failure text (an assertion, an exception), "" if it passed
+    seconds: float = 0.0  # the test's call in its children, every config pass (wall)
+    launch_seconds: float = 0.0  # of which in Triton launches: the interpreter and tdebug's checks
 
     @property
     def failed(self) -> bool:
@@ -52,7 +54,9 @@ class Verdict:
     def record(self) -> dict:
         """Plain JSON types only: pytest-xdist carries it from a worker to the controller on the report."""
         return json.loads(json.dumps({"findings": [f.to_dict() for f in self.findings], "crash": self.crash,
-                                      "launches": self.launches, "configs": self.configs}, default=str))
+                                      "launches": self.launches, "configs": self.configs,
+                                      "time": {"seconds": round(self.seconds, 3),
+                                               "launch_seconds": round(self.launch_seconds, 3)}}, default=str))
 
 
 VERDICT = pytest.StashKey[Verdict]()

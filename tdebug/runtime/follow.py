@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..interpreter.versions import patch
+from ..interpreter.versions import patcher
 from ..report import Finding
 
 ENV = "TDEBUG_FOLLOW"  # JSON: the folder and the sanitizer's settings, for a spawned worker (tdebug.child.follow)
@@ -25,7 +25,7 @@ SPAWNED = ("import sys; first = sys.path.pop(0) if sys.path[:1] == [''] else Non
 
 def serialise_launches() -> None:
     """One launch at a time across threads: the interpreter (its builder's grid and program index) and the
-    sanitizer keep per-launch state in globals. Install last: the lock must be the outermost wrapper."""
+    sanitizer keep per-launch state in globals. Layer "serialise": the outermost wrapper of a launch."""
     from triton.runtime import interpreter
 
     def make(original):
@@ -35,7 +35,7 @@ def serialise_launches() -> None:
 
         return __call__
 
-    patch(interpreter.GridExecutor, "__call__", make)
+    patcher("serialise")(interpreter.GridExecutor, "__call__", make)
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Follower:
 
             return __call__
 
-        patch(interpreter.GridExecutor, "__call__", make)
+        patcher("follow")(interpreter.GridExecutor, "__call__", make)
         os.register_at_fork(after_in_child=self._forked)
         self._follow_spawn()
 

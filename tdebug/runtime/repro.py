@@ -83,10 +83,12 @@ class ReproWriter:
 
     # -- the launch hook ---------------------------------------------------------------------------
     def install(self, session=None) -> None:
-        """Wrap the interpreter's launches (after the sanitizer's own wrapper: this one is outermost)."""
+        """Wrap the interpreter's launches (layer "repro", over the sanitizer's: it sees a launch's findings)."""
         from triton.runtime import interpreter
 
-        from ..interpreter.versions import patch
+        from ..interpreter.versions import patcher
+
+        patch = patcher("repro")
 
         global WRITER
         WRITER = self

@@ -28,9 +28,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ..interpreter.stores import RECORDER
-from ..interpreter.versions import original_of, patch, replaced
+from ..interpreter.versions import original_of, patcher, replaced
 from ..report import Finding
 from ..runtime.localise import localise, run_command
+
+patch = patcher("divergence")
 
 _COMPILED: dict = {}  # the kernel's Python function -> its JITFunction
 MAX_SHOWN = 4

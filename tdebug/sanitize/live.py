@@ -24,8 +24,10 @@ import torch
 from ..catalogue.poison import ALLOCATIONS
 from ..interpreter import device_tables
 from ..interpreter.frames import library_dirs
-from ..interpreter.versions import patch
+from ..interpreter.versions import patcher
 from .memory import ArgView
+
+patch = patcher("live")
 
 MAX_VIEWS = 16  # views of one storage kept as its shadow's views; beyond that, the whole storage
 MAX_GAP = 1 << 32  # an address this far past a pointer built from an integer is not reached from it

@@ -18,7 +18,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ..interpreter.frames import KernelError
-from ..interpreter.versions import bind, patch
+from ..interpreter.versions import bind, patcher
+
+patch = patcher("locks")
 
 SPIN_LIMIT = 1000  # failed acquires in a row on a lock no running program can release: a deadlock
 

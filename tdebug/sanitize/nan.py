@@ -22,8 +22,10 @@ import numpy as np
 
 from ..interpreter import program_axis
 from ..interpreter.frames import current_pid, user_frame
-from ..interpreter.versions import bind, patch
+from ..interpreter.versions import bind, patcher
 from ..report import Finding
+
+patch = patcher("nan")
 
 TAINT = "_tdebug_nan_origin"  # attribute on an interpreter TensorHandle: origin id per lane, -1 for none
 MAX_ORIGINS = 10_000  # per launch; beyond it new origins are not recorded (their NaNs go unreported)

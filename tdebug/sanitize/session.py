@@ -19,7 +19,7 @@ from ..catalogue.poison import ALLOCATIONS
 from ..interpreter import batch_memory, grid_loop, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
-from ..interpreter.versions import bind, patch
+from ..interpreter.versions import bind, patcher
 from ..report import Finding, merge
 from . import live, locks
 from .checks import CHECKS
@@ -27,6 +27,8 @@ from .memory import ArgView, LaunchChecker
 from .nan import NanTracker
 from .unwritten import Evidence, ProbeChecker, probe, unwritten_elements, unwritten_findings
 from .written import OUTPUTS, TorchWrites
+
+patch = patcher("sanitizer")
 
 
 class SanitizerSession:
@@ -81,7 +83,7 @@ class SanitizerSession:
         overflow.STRICT = "overflow-all" in self.checks
         memory_guard.STANDS_ASIDE[0] = "bounds" in self.checks  # the checker refuses those lanes itself
         if self.nan is not None:
-            self.nan.install()  # first: its store check then sees the mask after out-of-bounds lanes are cut
+            self.nan.install()  # layer "nan", below "sanitizer": its store check sees the mask the sanitizer cut
         session = self
         handle = interpreter.TensorHandle
 

@@ -7,8 +7,10 @@ misses uninitialised reads, races and unwritten outputs, and FACTS.md lists kern
 
 from __future__ import annotations
 
-from ..interpreter.versions import bind, patch
+from ..interpreter.versions import bind, patcher
 from ..report import Finding, merge
+
+patch = patcher("symbolic")
 
 
 class SymbolicSession:

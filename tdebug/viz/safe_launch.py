@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..interpreter.versions import bind, patch
+from ..interpreter.versions import bind, patcher
+
+patch = patcher("safe_launch")
 
 GUARD_MIN = 1 << 20  # guard band on each side: the storage's size, within these bounds
 GUARD_MAX = 64 << 20

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..interpreter import grid_loop, program_axis
-from ..interpreter.versions import bind, patch
+from ..interpreter.versions import bind, patcher
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
 from .safe_launch import GUARD
+
+patch = patcher("trace")
 
 DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int32": "int32",
                "int64": "int64", "int8": "int8", "uint8": "uint8", "int16": "int16", "bool": "bool"}

@@ -66,11 +66,20 @@ def test_findings_fail_their_test_a_crash_only_its_own_and_xdist_gives_the_same(
     assert double["findings"][0]["extra"]["configs"] == ["#1 (BLOCK=32 warps=4 stages=3)"]
     assert "in autotune config pass #1" in out  # the test's own assertion failed there too
 
+    # Where the time went: each test's call, of which its Triton launches (the crashed one reported nothing).
+    for name, test in tests.items():
+        spent = test["time"]
+        assert 0 <= spent["launch_seconds"] <= spent["seconds"], name
+        assert (spent["launch_seconds"] > 0) == (test["launches"] > 0 and not test["crash"]), name
+    assert report["summary"]["time"]["seconds"] == pytest.approx(sum(t["time"]["seconds"] for t in tests.values()))
+    assert "tdebug: the tests' calls took " in out and "of it in Triton launches" in out
+
     # pytest-xdist: the same outcomes and the same findings, merged into one JSON report.
     result_n2, report_n2 = run_suite(pytester, "-k", "not hangs", "-n", "2")
     result_n2.assert_outcomes(passed=5, failed=5)  # xdist deselects in its workers: not counted here
-    assert report_n2["tests"] == report["tests"]
-    assert report_n2["summary"] == report["summary"]
+    untimed = [{k: v for k, v in t.items() if k != "time"} for t in report["tests"]]
+    assert [{k: v for k, v in t.items() if k != "time"} for t in report_n2["tests"]] == untimed
+    assert {**report_n2["summary"], "time": None} == {**report["summary"], "time": None}
 
 
 def test_a_hang_fails_its_test_and_one_config_runs_when_asked(pytester: pytest.Pytester):

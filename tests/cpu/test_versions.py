@@ -2,6 +2,7 @@
 parameters tdebug binds by name (the one test a changed internal fails), wrappers fit any parameter order,
 and an error inside tdebug is tdebug's (exit 3, one line), never the kernel's."""
 
+import inspect
 import json
 import os
 import subprocess
@@ -19,19 +20,76 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
 
 
+def _install_all(*args: str) -> dict:
+    out = subprocess.run([sys.executable, str(DATA / "versions_install_all.py"), *args], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_every_internal_tdebug_patches_fits_the_running_triton():
     """Installs every patch (interpreter, sanitizer, viz guard and trace, symbolic where triton-viz works)
     in a fresh interpreter process, then compares versions.INTERNALS with the running Triton."""
-    out = subprocess.run([sys.executable, str(DATA / "versions_install_all.py")], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report = _install_all()
     assert report["version"] == versions.TRITON_VERSION
     assert report["problems"] == [], f"Triton {report['version']} changed internals tdebug uses: {report['problems']}"
     assert report["unregistered"] == [], f"patched but not listed in versions.INTERNALS: {report['unregistered']}"
     must = {"InterpreterBuilder.create_masked_load", "InterpreterBuilder.create_masked_store",
             "GridExecutor._init_args_hst", "Autotuner.run", "InterpretedFunction.run"}
     assert must <= set(report["patched"])
+
+
+def test_the_layers_on_every_internal_do_not_depend_on_the_order_the_parts_were_installed_in():
+    """Every part installed in the opposite order (the batched engine's layer first, the interpreter's last)
+    gives the same stack on every internal as the usual order: versions.LAYERS decides, not install order."""
+    usual, reversed_ = _install_all()["layers"], _install_all("reversed")["layers"]
+    assert usual == reversed_
+    assert usual["GridExecutor.__call__"] == ["grid_loop", "launch_record", "device_tables", "lean", "stores", "nan",
+                                              "sanitizer", "limits", "repro", "follow", "launch_clock",
+                                              "serialise"]
+    assert usual["InterpreterBuilder.create_masked_store"] == ["memory_guard", "batch_memory", "overflow",
+                                                               "safe_launch", "stores", "nan", "sanitizer", "trace",
+                                                               "program_axis"]
+    for name, layers in usual.items():
+        assert layers, f"{name}: replaced since tdebug patched it"
+        assert [versions.LAYERS.index(x) for x in layers] == sorted(versions.LAYERS.index(x) for x in layers), name
+
+
+class Calls:
+    def op(self, x):
+        return [x]
+
+
+def layer(tag: str):
+    def make(original):
+        def op(self_or_x, *rest):
+            return [*original(self_or_x, *rest), tag]
+
+        return op
+
+    return make
+
+
+def test_a_layer_installed_late_goes_below_the_layers_above_it():
+    """sanitizer first, then stores (below it), then follow (above both): the call runs stores' wrapper inside
+    the sanitizer's inside the follower's, and each wrapper still binds by the original's signature."""
+    try:
+        patch(Calls, "op", layer("sanitizer"), layer="sanitizer")
+        patch(Calls, "op", layer("stores"), layer="stores")
+        patch(Calls, "op", layer("follow"), layer="follow")
+        assert Calls().op(1) == [1, "stores", "sanitizer", "follow"]
+        assert versions.layers_of(Calls, "op") == ["stores", "sanitizer", "follow"]
+        assert list(inspect.signature(Calls.op).parameters) == ["self", "x"]
+    finally:
+        versions.unpatch_all()
+    assert Calls().op(1) == [1]
+
+
+def test_a_patch_names_a_known_layer():
+    with pytest.raises(InternalError, match="tdebug has no layer 'nope'"):
+        patch(Calls, "op", layer("x"), layer="nope")
+    with pytest.raises(InternalError, match="tdebug has no layer 'nope'"):
+        versions.patcher("nope")
 
 
 class Builder36:
@@ -57,8 +115,8 @@ def masking(original):
 def test_one_wrapper_fits_both_signatures_and_stacks(builder_class, cache_args):
     builder = builder_class()
     try:
-        patch(builder, "create_masked_load", masking)
-        patch(builder, "create_masked_load", masking)  # a second patch binds through the first
+        patch(builder, "create_masked_load", masking, layer="test")
+        patch(builder, "create_masked_load", masking, layer="test")  # a second patch binds through the first
         out = builder.create_masked_load("p", "m", None, *cache_args, is_volatile=True)
         assert out == (out[0], "p", "safe(safe(m))", None, *cache_args, True)
     finally:
@@ -73,7 +131,7 @@ def test_a_wrapper_that_no_longer_fits_is_an_internal_error_naming_tdebug():
 
 def test_patching_a_missing_internal_says_which_triton():
     with pytest.raises(InternalError, match=r"tdebug cannot patch Builder38.create_make_block_ptr: Triton .* no"):
-        patch(Builder38(), "create_make_block_ptr", lambda original: original)
+        patch(Builder38(), "create_make_block_ptr", lambda original: original, layer="test")
 
 
 @pytest.mark.parametrize("target", [["kernels/add.py", "--shape", "100"], [str(DATA / "swallows_errors.py")]])

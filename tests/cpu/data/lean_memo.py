@@ -28,7 +28,7 @@ def counting(original):
     return _patch_lang
 
 
-versions.patch(interpreter, "_patch_lang", counting)  # innermost: counts what really patches the language
+versions.patch(interpreter, "_patch_lang", counting, layer="probe")  # innermost: what really patches tl
 if os.environ.get("LEAN") == "0":
     lean.install = lambda: None
 patches.install()

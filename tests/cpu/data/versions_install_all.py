@@ -1,24 +1,43 @@
-"""Install every patch tdebug makes (interpreter, store records, sanitizer, viz guard and trace, symbolic engine where
-triton-viz works) and print what tdebug.interpreter.versions says about them, as JSON (test_versions.py)."""
+"""Install every patch tdebug makes (interpreter, store records, sanitizer, size caps, reproducers, followed launches,
+viz guard and trace, symbolic engine where triton-viz works) and print what tdebug.interpreter.versions says about
+them, as JSON (test_versions.py). With `reversed`: the parts installed in the opposite order."""
 
 import json
 import os
+import sys
+import tempfile
+from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "1"
 
-from tdebug.interpreter import patches, program_axis, stores, versions  # noqa: E402
+from tdebug.interpreter import limits, patches, program_axis, stores, versions  # noqa: E402
+from tdebug.runtime.follow import Follower, serialise_launches  # noqa: E402
+from tdebug.runtime.repro import ReproWriter  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
 from tdebug.viz import safe_launch, trace  # noqa: E402
 
-patches.install()
-stores.install()
-SanitizerSession().install()
-safe_launch.install()
-trace.install(trace.TraceSession(sink=lambda launch: None))
-program_axis.install()  # the batched engine's layer (installed at the first batched launch, outermost)
+session = SanitizerSession()
+folder = Path(tempfile.mkdtemp(prefix="tdebug-versions-"))
+parts = [
+    patches.install,
+    stores.install,
+    session.install,
+    lambda: limits.install(limits.Limits(1 << 20, 1 << 40)),
+    lambda: ReproWriter(folder / "repro").install(session),
+    lambda: Follower(folder / "follow", session, active=False).install(),
+    serialise_launches,
+    safe_launch.install,
+    lambda: trace.install(trace.TraceSession(sink=lambda launch: None)),
+    program_axis.install,  # the batched engine's layer (installed at the first batched launch, outermost)
+]
 if versions.triton_viz_problem() is None:
     from tdebug.sanitize.symbolic import SymbolicSession
 
-    SymbolicSession().install()
+    parts.append(SymbolicSession().install)
+for part in reversed(parts) if sys.argv[1:] == ["reversed"] else parts:
+    part()
+layers = {}
+for owner, name, _ in versions._ORIGINALS.values():
+    layers[f"{versions.owner_label(owner)}.{name}"] = versions.layers_of(owner, name)
 print(json.dumps({"version": versions.TRITON_VERSION, "patched": sorted(versions.PATCHED),
-                  "problems": versions.problems(), "unregistered": versions.unregistered()}))
+                  "problems": versions.problems(), "unregistered": versions.unregistered(), "layers": layers}))
