@@ -35,7 +35,7 @@ def _tensor(data: np.ndarray, dtype):
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
 
-    return tl.core.tensor(TensorHandle(data.reshape(1) if data.ndim == 0 else data, dtype.scalar), dtype)
+    return tl.core.tensor(TensorHandle(data, dtype.scalar), dtype)
 
 
 _VECTOR = [0]  # > 0 while a combine function runs on lanes at once
@@ -55,10 +55,7 @@ def _values(ret, shape: tuple[int, ...], np_dtypes: Sequence[np.dtype]) -> list[
         raise _Fallback
     out = []
     for r, dt in zip(rets, np_dtypes):
-        data = np.asarray(r.handle.data if isinstance(r, tl.core.tensor) else r)
-        if data.size == 1 and shape == ():
-            data = data.reshape(())
-        data = np.broadcast_to(data, shape)
+        data = np.broadcast_to(np.asarray(r.handle.data if isinstance(r, tl.core.tensor) else r), shape)
         stored = data.astype(dt)
         if data.dtype != dt and (dt.kind in "iub" or data.dtype.kind not in "iubf") and \
                 not np.array_equal(stored.astype(data.dtype), data):
