@@ -284,7 +284,7 @@ _RANK = {name: i for i, name in enumerate(LAYERS)}
 class _Layer:
     rank: int
     make: Callable[[Callable], Callable]
-    made: Callable  # make(the layer below it)
+    made: Callable | None  # make(the layer below it), once made
 
 
 @dataclass
