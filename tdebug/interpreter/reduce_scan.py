@@ -7,13 +7,14 @@ along its rows is 8,128 calls of the function, a batch of 64 programs 64 times t
 along the axis for every other position: out[0] = x[0], out[i] = combine(out[i-1], x[i]), each result stored
 into an array of the input's dtype.
 
-Here the fold runs once per step along the axis, on every other position at once (the program axis of a batch
-included): the same calls on each lane in the same order, so the same values bit for bit, whatever the function
-computes. A one-dimensional scan or reduction (nothing to run at once) is tried as a parallel prefix instead
-(log2(n) calls on vectors: Hillis and Steele), then checked against the fold's own definition with one more
-call (out[i] == combine(out[i-1], x[i]) for every i, bit for bit): the result is then the left fold's, by
-induction. A combine function that is not associative on these values (floating-point rounding), one that
-fails on vectors (Python control flow on its scalars), or any error, falls back to Triton's own loop.
+Here an axis of PARALLEL_FROM elements or more is first tried as a parallel prefix (log2(n) calls on vectors:
+Hillis and Steele), then checked against the fold's own definition with one more call (out[i] ==
+combine(out[i-1], x[i]) for every i, bit for bit): the result is then the left fold's, by induction. Where that
+check fails (a function that is not associative on these values: floating-point rounding), the fold runs once
+per step along the axis on every other position at once (the program axis of a batch included): the same calls
+on each lane in the same order, so the same values bit for bit, whatever the function computes. A
+one-dimensional call the parallel prefix did not settle (nothing to run at once), a function that fails on
+vectors (Python control flow on its scalars), or any error, goes to Triton's own loop.
 """
 
 from __future__ import annotations
