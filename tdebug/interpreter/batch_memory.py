@@ -28,7 +28,7 @@ class Resolved:
     mask: np.ndarray | None  # the op's mask array (None: the op has none)
     memory: Callable[[np.dtype], np.ndarray]  # the storage's bytes as an array of a dtype (no copy)
     elsize: int
-    offsets: np.ndarray  # per active lane, its byte offset into the storage (uint64)
+    aligned: bool  # every active lane's address is at a whole element of the storage
     elements: np.ndarray  # per active lane, its element index (int64)
     lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane)
 
@@ -82,7 +82,7 @@ def _take(ptrs, mask, dtype: np.dtype) -> Resolved | None:
         return None
     if (r.mask is None) != (mask is None) or (mask is not None and r.mask is not mask.data):
         return None
-    if dtype.itemsize != r.elsize or (r.elsize > 1 and (r.offsets & np.uint64(r.elsize - 1)).any()):
+    if dtype.itemsize != r.elsize or not r.aligned:
         return None
     return r
 

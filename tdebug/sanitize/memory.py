@@ -103,6 +103,9 @@ class Shadow:
     marks: np.ndarray | None = None  # the same marks, one word per element (written: every byte of a row set)
     marked: int = 0  # a word with every byte set to True
     maybe_cold: bool = True  # False: every element held data from the start (init is all True)
+    # Reads by batched loads not yet in the reader table, while no store or atomic has reached the storage in
+    # this launch: (first element, count, program) per program's dense run of elements (LaunchChecker._defer).
+    pending: tuple = ()
     _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
     _bytes: np.ndarray | None = None  # the storage's memory (array())
 
@@ -266,9 +269,10 @@ class LaunchChecker:
         self.issues: dict[tuple, Issue] = {}
         self._pid_of: Callable[[int], tuple[int, int, int]] | None = None  # batched accesses: linear -> (x, y, z)
         self.undo: list | None = None  # while a batch runs: what to put back to undo it (_write)
-        # The last access when every active lane fell in one storage, in bounds: (shadow, byte offsets, element
-        # indices, the active lanes or None for every lane) - what a load needs to read them (gather()).
-        self.resolved: tuple[Shadow, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        # The last access when every active lane fell in one storage, in bounds: (shadow, whether every lane is at
+        # a whole element, element indices, the active lanes or None for every lane) - what a batched load or
+        # store needs to do it with numpy (batch_memory).
+        self.resolved: tuple[Shadow, bool, np.ndarray, np.ndarray | None] | None = None
         self._marked_bad = False  # the access being checked has a lane not to perform
         self._programs: np.ndarray | None = None  # the batched access's programs, one per row of its lanes
         self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
@@ -310,10 +314,15 @@ class LaunchChecker:
         self.resolved = None
         if has_mask:
             active = np.broadcast_to(mask, ptrs.shape).reshape(-1)
-            lanes = np.flatnonzero(active)
-            if lanes.size == 0:
+            count = int(np.count_nonzero(active))
+            if count == 0:
                 return None
-            addrs = flat_ptrs[lanes] if lanes.size < active.size else flat_ptrs
+            if count == active.size:  # every lane on (a tile's inner blocks): as without a mask
+                lanes = None
+                addrs = flat_ptrs
+            else:
+                lanes = np.flatnonzero(active)
+                addrs = flat_ptrs[lanes]
         else:
             active = None
             addrs = flat_ptrs
@@ -326,7 +335,7 @@ class LaunchChecker:
             self._programs = np.asarray(linear_pid).reshape(-1) if np.ndim(linear_pid) and \
                 np.shape(linear_pid)[0] == ptrs.shape[0] and np.size(linear_pid) == ptrs.shape[0] else None
             linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)
-            if lanes is not None and n < linear_pid.size:
+            if lanes is not None:
                 linear_pid = linear_pid[lanes]
         bad = np.zeros(n, dtype=bool)
         self._marked_bad = False
@@ -346,12 +355,12 @@ class LaunchChecker:
                 self._each_program(np.ones(out.size, bool), _lanes_of(linear_pid, unresolved), pid,
                                    lambda m, p: self._outside_all(out[m], how, p, where, has_mask, home))
         if not self._marked_bad:
-            if self.resolved is not None and lanes is not None and n < flat_ptrs.size:
+            if self.resolved is not None and lanes is not None:
                 self.resolved = self.resolved[:3] + (lanes,)
             return None
         self.resolved = None
         safe = active.copy() if active is not None else np.ones(flat_ptrs.size, dtype=bool)
-        safe[bad.nonzero()[0] if lanes is None or n == flat_ptrs.size else lanes[bad]] = False
+        safe[bad.nonzero()[0] if lanes is None else lanes[bad]] = False
         return safe.reshape(ptrs.shape)
 
     def _each_program(self, found: np.ndarray, lane_pids, pid, report: Callable) -> None:
@@ -388,9 +397,11 @@ class LaunchChecker:
                 offs = offs[idx]
                 whole = False
                 unresolved = ~inside if unresolved is None else unresolved & ~inside
-            elems = (offs >> np.uint64(s.shift)).view(np.int64)
+            if whole and s.member_any is None:  # a batched load or store may use these elements (batch_memory)
+                aligned = s.elsize == 1 or not int(np.bitwise_or.reduce(offs)) & (s.elsize - 1)
+            elems = np.right_shift(offs, np.uint64(s.shift), out=offs).view(np.int64)  # offs is ours: in place
             if whole and s.member_any is None:
-                self.resolved = (s, offs, elems, None)
+                self.resolved = (s, aligned, elems, None)
             lane_pids = linear_pid if whole or not isinstance(linear_pid, np.ndarray) else linear_pid[sel]
             if s.member_any is not None:
                 outside_view = ~s.member_any[elems]
@@ -476,8 +487,11 @@ class LaunchChecker:
                     self._report("race", "load of tensor '{}' elements that another program stores to in the "
                                  "same launch (read/write race)", s, elems, other, linear_pid, pid, where)
                 if lanes:
-                    self._readers(s, elems, linear_pid)
+                    if s.stored or not self._defer(s, elems, linear_pid):
+                        self._settle(s)
+                        self._readers(s, elems, linear_pid)
                     return
+                self._settle(s)
                 # The reader kept is the last one ordered after the ones before (the first one, without locks).
                 if s.reader is None:
                     self._write(s, "reader", elems, linear_pid)
@@ -502,6 +516,7 @@ class LaunchChecker:
                          linear_pid, pid, where)
         role, table = ("writer", "writer") if kind == "store" else ("atomic", "atomic_by")
         if race:
+            self._settle(s)
             before = getattr(s, table)[elems] if getattr(s, table) is not None else None
             if kind == "store":
                 ww = self._unordered(s, "writer", elems, before, linear_pid) \
@@ -568,6 +583,41 @@ class LaunchChecker:
             self._write(s, "reader", elems, np.where(read, before, first), before)
         if several is not None and several.any():
             self._mark_several(s, elems[several])
+
+    def _defer(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> bool:
+        """Keep a batched load's reads as runs instead of writing them into the reader table now: the table serves
+        only a later store to the same storage in this launch (a read/write race), and most loads are of inputs
+        the launch never writes. Only when each program's lanes are a dense ascending run of elements (a row
+        block), so that a few numbers per program give back the very lanes; else False (write the table now)."""
+        n = elems.size
+        if n > 1 and not bool((elems[1:] > elems[:-1]).all()):
+            return False
+        starts = np.flatnonzero(lane_pids[1:] != lane_pids[:-1]) + 1
+        first = np.concatenate(([0], starts))
+        last = np.concatenate((starts - 1, [n - 1]))
+        counts = last - first + 1
+        begin = elems[first]
+        if not bool((elems[last] - begin == counts - 1).all()):
+            return False
+        if self.undo is not None:
+            self.undo.append((s, "pending", s.pending))
+        s.pending = s.pending + ((begin, counts, lane_pids[first]),)
+        return True
+
+    def _settle(self, s: Shadow) -> None:
+        """Write the deferred reads into the reader table, in the order they happened (the table as _readers
+        would have left it had it run at each load)."""
+        if not s.pending:
+            return
+        if self.undo is not None:
+            self.undo.append((s, "pending", s.pending))
+        records, s.pending = s.pending, ()
+        programs, self._programs = self._programs, None
+        for begin, counts, pids in records:
+            ends = np.cumsum(counts)
+            elems = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(begin - (ends - counts), counts)
+            self._readers(s, elems, np.repeat(pids, counts))
+        self._programs = programs
 
     def _same_row(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray | None:
         """The elements of one program when every program of this batched access has the very same ones (in

@@ -289,9 +289,9 @@ class SanitizerSession:
                               provenance.origin(ptrs))
         if batch is not None and safe is None and checker.resolved is not None and kind != "atomic" \
                 and checker.resolved[0].views[0].tensor.device.type == "cpu":  # its memory readable by numpy
-            s, offsets, elements, lanes = checker.resolved
+            s, aligned, elements, lanes = checker.resolved
             batch_memory.publish(batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
-                                                             s.array, s.elsize, offsets, elements, lanes))
+                                                             s.array, s.elsize, aligned, elements, lanes))
         return safe
 
     def _tensor_name(self, addr: int) -> str:

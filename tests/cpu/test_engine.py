@@ -32,7 +32,7 @@ def test_scenarios_identical_under_both_engines():
     # Batched where it can: divergent loops, early returns, branches after stores, one atomic per program ...
     for name in ("divergent_loop", "early_return", "branch_after_store", "atomics", "reductions", "shapes",
                  "grid3d", "nan_origin", "out_of_bounds", "uninitialised", "bf16", "bf16_reductions",
-                 "retyped_pointers", "atomic_tickets", "shared_row"):
+                 "retyped_pointers", "atomic_tickets", "shared_row", "rows_in_place"):
         assert runs[f"scenario_{name}"]["batched_launches"] >= 1, name
     # ... the serial engine for a spin lock (and the rest of a launch after a race between programs).
     assert runs["scenario_spin_lock"]["batched_launches"] == 0
@@ -45,6 +45,9 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_out_of_bounds"]["findings"] == ["bounds"]
     assert runs["scenario_uninitialised"]["findings"] == ["uninit"]
     assert set(runs["scenario_races"]["findings"]) == {"race"}
+    # Reads kept as runs until a store reaches their tensor: in place without a race, and a race across batches.
+    assert runs["scenario_rows_in_place"]["findings"] == []
+    assert set(runs["scenario_read_then_spill"]["findings"]) == {"race"}
     assert "program (5, 0, 0)" in runs["scenario_device_assert"]["error"]
 
 

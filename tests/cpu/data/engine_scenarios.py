@@ -391,3 +391,34 @@ def scenario_shared_row(seed: int):
     out = torch.empty(6, 16)
     shared_row_kernel[(6,)](w, x, out, N=16)
     return out, w
+
+
+@triton.jit
+def rows_in_place_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SPILL: tl.constexpr):
+    """Each program reads row p of x and rows p and p+1 of y (dense runs: the batched engine keeps such reads as
+    runs until a store reaches the tensor) and writes row p of x in place. SPILL: the last program also writes
+    row 3 of y, which programs 2 and 3 read in the first batch (a read/write race across batches)."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    last = tl.num_programs(0) - 1
+    x = tl.load(x_ptr + pid * n + cols, mask=cols < n, other=0.0)
+    y = tl.load(y_ptr + pid * n + cols, mask=cols < n, other=0.0)
+    nxt = tl.load(y_ptr + tl.minimum(pid + 1, last) * n + cols, mask=cols < n, other=0.0)
+    tl.store(x_ptr + pid * n + cols, x * y + nxt, mask=cols < n)
+    if SPILL:
+        tl.store(y_ptr + 3 * n + cols, x, mask=(cols < n) & (pid == last))
+
+
+def scenario_rows_in_place(seed: int):
+    """In place, row by row: no race (a program writes only the row of x it read); 100 programs, two batches."""
+    x = _rand(seed, 100, 12)
+    y = _rand(seed + 1, 100, 12)
+    rows_in_place_kernel[(100,)](x, y, 12, BLOCK=16, SPILL=False)
+    return x
+
+
+def scenario_read_then_spill(seed: int):
+    x = _rand(seed, 100, 12)
+    y = _rand(seed + 1, 100, 12)
+    rows_in_place_kernel[(100,)](x, y, 12, BLOCK=16, SPILL=True)
+    return x, y
