@@ -26,6 +26,7 @@ from .locks import LockOrder
 from .written import marks_by_element
 
 MAX_EXAMPLES = 4
+PENDING_LANES = 1 << 23  # a launch's batched reads kept aside lane by lane (12 bytes each), at most
 
 
 @dataclass
@@ -104,7 +105,8 @@ class Shadow:
     marked: int = 0  # a word with every byte set to True
     maybe_cold: bool = True  # False: every element held data from the start (init is all True)
     # Reads by batched loads not yet in the reader table, while no store or atomic has reached the storage in
-    # this launch: (first element, count, program) per program's dense run of elements (LaunchChecker._defer).
+    # this launch (LaunchChecker._defer): per load (first elements, counts, programs, None) of its programs'
+    # dense runs, or (elements, None, each lane's program, the access's programs) as they were.
     pending: tuple = ()
     _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
     _bytes: np.ndarray | None = None  # the storage's memory (array())
@@ -277,6 +279,7 @@ class LaunchChecker:
         self._programs: np.ndarray | None = None  # the batched access's programs, one per row of its lanes
         self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
         self.one_program = False  # a launch of one program: no other program to race with
+        self._pending_lanes = 0  # lanes of the reads kept aside as they were (_defer), in every storage
 
     # -- reporting ---------------------------------------------------------------------------------
     def _issue(self, check: str, message: str, where: tuple[str, int], view: ArgView | None,
@@ -585,23 +588,30 @@ class LaunchChecker:
             self._mark_several(s, elems[several])
 
     def _defer(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> bool:
-        """Keep a batched load's reads as runs instead of writing them into the reader table now: the table serves
+        """Keep a batched load's reads aside instead of writing them into the reader table now: the table serves
         only a later store to the same storage in this launch (a read/write race), and most loads are of inputs
-        the launch never writes. Only when each program's lanes are a dense ascending run of elements (a row
-        block), so that a few numbers per program give back the very lanes; else False (write the table now)."""
+        the launch never writes. Kept as runs when each program's lanes are a dense ascending run of elements (a
+        row block: a few numbers per program give back the very lanes), else as they are while the launch holds
+        fewer than PENDING_LANES such lanes; False: write the table now."""
         n = elems.size
-        if n > 1 and not bool((elems[1:] > elems[:-1]).all()):
-            return False
-        starts = np.flatnonzero(lane_pids[1:] != lane_pids[:-1]) + 1
-        first = np.concatenate(([0], starts))
-        last = np.concatenate((starts - 1, [n - 1]))
-        counts = last - first + 1
-        begin = elems[first]
-        if not bool((elems[last] - begin == counts - 1).all()):
-            return False
+        if n < 2 or bool((elems[1:] > elems[:-1]).all()):
+            starts = np.flatnonzero(lane_pids[1:] != lane_pids[:-1]) + 1
+            first = np.concatenate(([0], starts))
+            last = np.concatenate((starts - 1, [n - 1]))
+            counts = last - first + 1
+            begin = elems[first]
+            record = (begin, counts, lane_pids[first], None) \
+                if bool((elems[last] - begin == counts - 1).all()) else None
+        else:
+            record = None
+        if record is None:
+            if self._pending_lanes + n > PENDING_LANES:
+                return False
+            self._pending_lanes += n
+            record = (elems, None, lane_pids, self._programs)
         if self.undo is not None:
             self.undo.append((s, "pending", s.pending))
-        s.pending = s.pending + ((begin, counts, lane_pids[first]),)
+        s.pending = s.pending + (record,)
         return True
 
     def _settle(self, s: Shadow) -> None:
@@ -612,11 +622,15 @@ class LaunchChecker:
         if self.undo is not None:
             self.undo.append((s, "pending", s.pending))
         records, s.pending = s.pending, ()
-        programs, self._programs = self._programs, None
-        for begin, counts, pids in records:
+        programs = self._programs
+        for elems, counts, pids, self._programs in records:
+            if counts is None:  # kept as they were
+                self._pending_lanes -= elems.size
+                self._readers(s, elems, pids)
+                continue
             ends = np.cumsum(counts)
-            elems = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(begin - (ends - counts), counts)
-            self._readers(s, elems, np.repeat(pids, counts))
+            lanes = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(elems - (ends - counts), counts)
+            self._readers(s, lanes, np.repeat(pids, counts))
         self._programs = programs
 
     def _same_row(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray | None:
@@ -661,7 +675,7 @@ class LaunchChecker:
         """Start recording what this launch's checks change, to roll back to here."""
         self.undo = []
         self._made = set()
-        return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows))
+        return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows), self._pending_lanes)
 
     def rollback(self, token: tuple) -> None:
         for target, what, old in reversed(self.undo or []):
@@ -669,7 +683,7 @@ class LaunchChecker:
                 setattr(target, what, False if what == "stored" else old)
             else:
                 target[what] = old
-        self.issues, self.shadows = token
+        self.issues, self.shadows, self._pending_lanes = token
         self.undo = None
 
     def commit(self, token: tuple) -> None:
