@@ -8,7 +8,7 @@ TRITON_INTERPRET=1 is set and before any kernel runs, all through versions.patch
   with "0 active drivers" on a CPU-only machine); which config ran is recorded.
 - real kernels run: scalar arguments typed as on the GPU (scalars.py), libdevice math (libdevice.py),
   grids as compiled Triton reads them (grid.py), exact bf16 and fp8 casts (bf16.py), a * b + c rounded
-  once as the GPU's fused multiply-add does (fma.py).
+  once as the GPU's fused multiply-add does (fma.py); fp16 <-> fp32 casts at torch's speed (casts.py).
 - every launch is recorded (kernel name, grid, config) so a caller can tell that a Triton kernel ran.
 - Triton 3.6 under numpy >= 2.4: `range()` over a scalar tensor works (3.6's tl.tensor.__index__ calls
   int() on a 1-element array, which numpy 2.4 refuses; 3.7 squeezes it first, and so does this patch).
@@ -251,7 +251,7 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import batch_memory, bf16, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
+    from . import batch_memory, bf16, casts, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
 
     grid_loop.install()
     memory_guard.install()
@@ -261,7 +261,7 @@ def install(exact_values: bool = True) -> None:
     pin_autotune()
     _record_launches()
     device_tables.install()  # pointer tables of device addresses, on a GPU: to the launch's host copies
-    for module in (scalars, grid, libdevice) + ((bf16, fma) if exact_values else ()):
+    for module in (scalars, grid, libdevice, casts) + ((bf16, fma) if exact_values else ()):
         module.install()
     aliases.install()
     lean.install()

@@ -160,6 +160,7 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_*f"),  # minimumf, maximumf, clampf, precise_divf, approx_divf
     Internal("InterpreterBuilder", "create_*"),  # the math ops: cos, sin, exp, exp2, log, log2, sqrt, erf, ...
     Internal("InterpreterBuilder", "create_dot", ("a", "b", "d")),
+    Internal("InterpreterBuilder", "cast_impl", ("src", "dst_type")),  # every int/float cast (casts.py)
     # Issue 19: builtins bound to module-level names (aliases.py), block-pointer and descriptor masks
     # (block_pointers.py; 3.8 lowered tl.make_block_ptr onto tensor descriptors), pointer tables
     # (create_int_to_ptr: a create_* member), spin locks (atomic_cas / atomic_rmw, listed above).
@@ -246,6 +247,7 @@ LAYERS: tuple[str, ...] = (
     "scalars",
     "grid",
     "libdevice",
+    "casts",  # fp16 <-> fp32 through torch (cast_impl: no other layer)
     "bf16",
     "fma",  # wraps bf16's arithmetic
     "aliases",
