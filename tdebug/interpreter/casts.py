@@ -3,8 +3,9 @@
 Triton's interpreter casts with numpy's `astype`, which converts float16 one element at a time: on this
 machine 3.1 ms per million fp16 -> fp32 lanes and 6.4 ms fp32 -> fp16, against 0.8 and 0.2 ms for torch's
 (F16C) conversion; a kernel that loads fp16, computes in fp32 and stores fp16 spends most of its own time
-there. Both round to nearest even and agree on every non-NaN value (all 65536 fp16 patterns, every third of
-the 2^32 fp32 patterns: tests/cpu/test_casts.py); NaN payloads differ, so NaN lanes keep numpy's conversion.
+there. Both round to nearest even and agree on every non-NaN value (all 65536 fp16 patterns; every third of
+the 2^32 fp32 patterns, checked once, and every 61st with the ties and range ends in tests/cpu/test_casts.py);
+NaN payloads differ, so NaN lanes keep numpy's conversion.
 Small arrays (under SMALL lanes) and anything else go to Triton's own cast.
 """
 
