@@ -22,7 +22,8 @@ from .versions import bind, patcher
 
 patch = patcher("stores")
 
-MAX_LANES = 1 << 25  # lanes kept over all recorded launches; the oldest launches are dropped beyond it
+MAX_LANES = 1 << 25  # lanes kept over all recorded launches; the oldest launches are dropped beyond it, and a
+# launch that alone stores more keeps none (`LaunchStores.dropped`): its records would cost 9+ bytes a lane
 
 
 @dataclass
@@ -115,6 +116,8 @@ class LaunchStores:
     raw_scalars: list[tuple] = field(default_factory=list)
     _records: list[StoreRecord] | None = field(default=None, repr=False)
     _scalars: dict | None = field(default=None, repr=False)
+    # More than MAX_LANES lanes stored: the records were let go and no more are kept (no localisation into it)
+    dropped: bool = False
 
     @property
     def records(self) -> list[StoreRecord]:
@@ -170,7 +173,11 @@ class LaunchStores:
 
     @property
     def lanes(self) -> int:
-        return sum(r.lanes if isinstance(r, BatchStores) else r.offsets.size for r in self.raw)
+        return _lanes(self.raw)
+
+
+def _lanes(raw: list) -> int:
+    return sum(r.lanes if isinstance(r, BatchStores) else r.offsets.size for r in raw)
 
 
 class StoreRecorder:
@@ -184,6 +191,7 @@ class StoreRecorder:
         self._hits: dict[tuple, object] = {}
         self._scalar_pids: set[tuple[int, int, int]] = set()  # programs (serial engine) whose scalars are kept
         self._frame_scalars: tuple = (None, {})  # (op, _integer_scalars) for the op a batch runs per program
+        self._kept = 0  # lanes the current launch's records hold
 
     def clear(self) -> None:
         """Forget every launch (a new case begins): launches are numbered from 1 again."""
@@ -209,6 +217,7 @@ class StoreRecorder:
         self._ranges = sorted((s.host_ptr, s.host_ptr + s.nbytes) for s in launch.storages.values())
         self._hits = {}
         self._scalar_pids = set()
+        self._kept = 0
         self._current = launch
         self.launches.append(launch)
 
@@ -224,6 +233,7 @@ class StoreRecorder:
             return
         launch, count, hits, scalars, scalar_pids = token
         del launch.raw[count:]
+        self._kept = launch.lanes
         self._scalar_pids = scalar_pids
         del launch.raw_scalars[scalars:]
         self._hits = hits
@@ -244,8 +254,19 @@ class StoreRecorder:
 
     def store(self, addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool = False) -> None:
         launch = self._current
-        if launch is None or not self._ranges:
+        if launch is None or not self._ranges or launch.dropped:
             return
+        before = len(launch.raw)
+        self._store(launch, addresses, mask, elsize, atomic)
+        self._kept += _lanes(launch.raw[before:])
+        if self._kept > self.max_lanes:  # a launch too large to keep (a 1 GB tensor written in place)
+            launch.dropped = True
+            launch.raw.clear()
+            launch.raw_scalars.clear()
+            launch.changed()
+
+    def _store(self, launch: LaunchStores, addresses: np.ndarray, mask: np.ndarray | None, elsize: int,
+               atomic: bool) -> None:
         frame = kernel_frame()
         file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
         batch = lane_programs()

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..interpreter.stores import RECORDER, StoreRecorder
 from .describe import pattern, program_group, region
-from .store_maps import pid_text, writer_maps
+from .store_maps import dropped_launch, pid_text, writer_maps
 
 
 def source_line(file: str, line: int) -> str:
@@ -226,7 +226,12 @@ def explain(out, expected, *, rtol: float | None = None, atol: float | None = No
     command = (lambda file, line, pid: run_command(script, None, file, line, pid, sys.argv[1:])) if script else None
     loc = localise(out, got.numpy(), want.numpy(), wrong.numpy(), unwritten.numpy(), recorder, command)
     if loc is None:
-        print("tdebug.explain: no recorded launch stored into this tensor", file=stream)
+        dropped = dropped_launch(out, recorder)
+        if dropped is not None:
+            print(f"tdebug.explain: launch {dropped.index} ({dropped.kernel}) stored more than {recorder.max_lanes:,} "
+                  "lanes, too many to keep a record of each: no localisation", file=stream)
+        else:
+            print("tdebug.explain: no recorded launch stored into this tensor", file=stream)
         return None
     print(f"tdebug.explain: {loc.wrong:,} wrong and {loc.unwritten:,} unwritten of {loc.numel:,} elements "
           f"(rtol {rtol:g}, atol {atol:.3g})", file=stream)

@@ -63,8 +63,19 @@ def _host_view(out, info: StorageInfo) -> ArgView:
     return same or ArgView(info.views[0].name, shape, offset, strides, offset, strides)
 
 
+def dropped_launch(out, recorder: StoreRecorder = RECORDER) -> LaunchStores | None:
+    """The last recorded launch that got out's storage and stored too many lanes to keep its records, if any:
+    then who stored what is not known, and nothing may be said from the records."""
+    ptr = out.untyped_storage().data_ptr()
+    return next((launch for launch in reversed(recorder.launches) if launch.dropped
+                 and any(info.device_ptr == ptr for info in launch.storages.values())), None)
+
+
 def writer_maps(out, recorder: StoreRecorder = RECORDER) -> WriterMaps | None:
-    """Replay the recorded stores into out; None when no recorded launch stored into its storage."""
+    """Replay the recorded stores into out; None when no recorded launch stored into its storage, or a launch
+    that got it stored too many lanes to keep (dropped_launch)."""
+    if dropped_launch(out, recorder) is not None:
+        return None
     ptr, elsize = out.untyped_storage().data_ptr(), out.element_size()
     touched = [(launch, info) for launch in recorder.launches for info in launch.storages.values()
                if info.device_ptr == ptr and any(r.storage == info.host_ptr for r in launch.records)]

@@ -93,7 +93,7 @@ class Shadow:
     nbytes: int
     elsize: int
     views: list[ArgView]
-    init: np.ndarray
+    init: np.ndarray | None  # None: every element holds data (read and written only while maybe_cold)
     member_any: np.ndarray | None  # None: some view covers the whole storage
     writer: np.ndarray | None = None
     reader: np.ndarray | None = None
@@ -170,7 +170,7 @@ class Shadow:
                 init[: written.shape[0]] |= (marks == marked) if marks is not None else written.all(axis=1)
                 maybe_cold = not init.all()
         else:
-            init = np.ones(n, dtype=bool)
+            init = None  # every element held data from the start: nothing reads the table
             maybe_cold = False
         if any(v.full_cover for v in views):
             member_any = None

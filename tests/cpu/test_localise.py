@@ -251,3 +251,11 @@ def test_break_takes_file_and_line_for_a_kernel_the_target_imports(monkeypatch):
         resolve_breaks(str(EDGE_TILE), ["kernels/add.py:3"])
     command = run_command(str(EDGE_TILE), None, str(ROOT / "kernels" / "add.py"), 22, "1", ["64"])
     assert command == "tdebug run tests/cpu/data/edge_tile_bias.py --break kernels/add.py:22 --pid 1 -- 64"
+
+
+def test_a_launch_storing_more_than_the_cap_keeps_no_records_and_explain_says_so():
+    out = tdebug(["run", "tests/cpu/data/edge_tile_capped.py"])
+    assert "tdebug.explain: launch 1 (bias_add_kernel) stored more than 1,000 lanes, too many to keep a record of " \
+           "each: no localisation" in out, out
+    assert "localised: False" in out
+    assert "stored by programs" not in out
