@@ -30,6 +30,7 @@ class ChildRun:
     exit_code: int = 0  # negative: killed by that signal
     hung: bool = False
     seconds: float = 0.0
+    peak_rss: int = 0  # bytes: the child's largest resident set (its rusage once it ended)
 
     @property
     def crashed(self) -> bool:
@@ -88,9 +89,10 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
     finally:
         if not finished:  # hung, or the parent was interrupted (Ctrl-C): the child must not outlive it
             _kill_group(pid)
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         _kill_group(pid)  # processes the test started and left behind (a compile worker pool, say)
         pipe.close()
     run.exit_code = os.waitstatus_to_exitcode(status)
     run.seconds = time.monotonic() - started
+    run.peak_rss = usage.ru_maxrss * 1024  # Linux counts it in KiB
     return run

@@ -5,6 +5,8 @@ the JSON report."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from dataclasses import dataclass, field
 
 import pytest
@@ -86,6 +88,13 @@ def crash_text(child: ChildRun, timeout: float | None) -> str:
         return (f"tdebug: HANG: no result after {timeout:.0f} s, the test was killed {where}. A kernel that "
                 "never ends (a data-dependent loop bound) or one too slow for the interpreter at this size (raise "
                 "--tdebug-timeout or @pytest.mark.tdebug(timeout=...), or test a smaller shape).")
+    if child.exit_code == -signal.SIGKILL:  # tdebug sends it only to a hung child: someone else did
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return (f"tdebug: CRASH: the test's process was killed (SIGKILL) {where}; the session goes on. Not by "
+                "tdebug: most often Linux's out-of-memory killer, which sends it to the process holding most "
+                f"memory. This one had reached {child.peak_rss / 2**30:.1f} GiB resident, of "
+                f"{memory / 2**30:.1f} GiB in the machine; with pytest-xdist each worker holds a test of its own: "
+                "fewer workers (-n), a smaller shape, or @pytest.mark.tdebug(skip=True) on the largest cases.")
     if child.exit_code < 0:
         return (f"tdebug: CRASH: the test's process died ({signal_name(child.exit_code)}) {where}; the session "
                 "goes on. Under the sanitizer out-of-bounds lanes of tensor arguments are masked off, so look "

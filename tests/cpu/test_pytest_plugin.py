@@ -136,3 +136,31 @@ def test_a_failing_assert_close_says_which_program_and_line_wrote_the_wrong_elem
     assert "where: scale_kernel, output y_ptr" in out
     store_line = next(i for i, line in enumerate(suite.read_text().splitlines(), 1) if "tl.store(y_ptr" in line)
     assert f":{store_line}" in out and "program 4" in out  # the last block (elements 256-299) stored them
+
+
+def test_a_child_killed_from_outside_is_told_apart_with_its_peak_memory():
+    """SIGKILL that tdebug did not send (the out-of-memory killer's signal): the report says so and how much
+    memory the test's process held; other signals keep the crash report."""
+    import os
+    import signal
+
+    from tdebug.pytest_plugin.forked import run_forked
+    from tdebug.pytest_plugin.verdict import crash_text
+
+    def hog(channel):
+        block = bytearray(300 << 20)  # 300 MiB, touched
+        block[:: 4096] = b"x" * len(block[:: 4096])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    child = run_forked(hog, timeout=60)
+    assert child.crashed and child.exit_code == -signal.SIGKILL
+    assert child.peak_rss >= 300 << 20
+    text = crash_text(child, 60)
+    assert "killed (SIGKILL)" in text and "out-of-memory killer" in text, text
+    assert f"{child.peak_rss / 2**30:.1f} GiB resident" in text
+
+    def segfault(channel):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    child = run_forked(segfault, timeout=60)
+    assert "died (SIGSEGV)" in crash_text(child, 60) and "out-of-memory" not in crash_text(child, 60)
