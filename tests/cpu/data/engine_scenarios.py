@@ -406,7 +406,8 @@ def rows_in_place_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SPILL: tl.constex
     nxt = tl.load(y_ptr + tl.minimum(pid + 1, last) * n + cols, mask=cols < n, other=0.0)
     tl.store(x_ptr + pid * n + cols, x * y + nxt, mask=cols < n)
     if SPILL:
-        tl.store(y_ptr + 3 * n + cols, x, mask=(cols < n) & (pid == last))
+        if pid == last:  # (a mask `(cols < n) & (pid == last)` stops Triton 3.9's own interpreter: "mask has
+            tl.store(y_ptr + 3 * n + cols, x, mask=cols < n)  # unsupported dtype")
 
 
 def scenario_rows_in_place(seed: int):
