@@ -9,6 +9,8 @@ made from integers carry no provenance and are not guarded here (the sanitizer's
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from . import provenance
@@ -52,15 +54,32 @@ def _check(kind: str, ptrs, mask) -> None:
 
 def _guarded(kind: str, pointer: str):
     def make(original):
+        params = list(inspect.signature(original).parameters)
+        at = params.index("mask") if "mask" in params else None  # atomic_cas has no mask
+
         def op(*args, **kwargs):
             if not STANDS_ASIDE[0]:
                 a = bind(original, args, kwargs).arguments
                 _check(kind, a[pointer], a.get("mask"))
+            mask = None if at is None else kwargs.get("mask", args[at] if at < len(args) else None)
+            if mask is not None and np.asarray(mask.data).dtype != np.bool_:
+                # Triton 3.9 types a comparison as its operands (int32), so `mask & (pid == last)` holds int32
+                # data, which its memory ops refuse ("mask has unsupported dtype"): a mask is its lanes' truth,
+                # whatever integer dtype holds it.
+                call = bind(original, args, kwargs)
+                call.arguments["mask"] = type(mask)(np.asarray(mask.data) != 0, _int1())
+                return original(*call.args, **call.kwargs)
             return original(*args, **kwargs)
 
         return op
 
     return make
+
+
+def _int1():
+    import triton.language as tl
+
+    return tl.int1
 
 
 def install() -> None:

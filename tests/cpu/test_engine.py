@@ -48,6 +48,7 @@ def test_scenarios_identical_under_both_engines():
     # Reads kept as runs until a store reaches their tensor: in place without a race, and a race across batches.
     assert runs["scenario_rows_in_place"]["findings"] == []
     assert set(runs["scenario_read_then_spill"]["findings"]) == {"race"}
+    assert runs["scenario_scalar_mask"]["error"] == "" and runs["scenario_scalar_mask"]["batched_launches"] == 1
     assert "program (5, 0, 0)" in runs["scenario_device_assert"]["error"]
 
 

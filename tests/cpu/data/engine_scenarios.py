@@ -423,3 +423,22 @@ def scenario_read_then_spill(seed: int):
     y = _rand(seed + 1, 100, 12)
     rows_in_place_kernel[(100,)](x, y, 12, BLOCK=16, SPILL=True)
     return x, y
+
+
+@triton.jit
+def last_program_row_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """A block mask and-ed with a per-program scalar condition: on Triton 3.9 the comparison comes back typed
+    int32 and so does the mask (its own interpreter refuses it: "mask has unsupported dtype")."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    last = tl.num_programs(0) - 1
+    x = tl.load(x_ptr + pid * n + cols, mask=(cols < n) & (pid >= 0), other=0.0)
+    tl.store(y_ptr + cols, x, mask=(cols < n) & (pid == last))
+
+
+def scenario_scalar_mask(seed: int):
+    x = _rand(seed, 9, 12)
+    y = torch.zeros(12)
+    last_program_row_kernel[(9,)](x, y, 12, BLOCK=16)
+    assert torch.equal(y, x[8]), "the last program's row"
+    return y
