@@ -63,9 +63,9 @@ def _guarded(kind: str, pointer: str):
                 _check(kind, a[pointer], a.get("mask"))
             mask = None if at is None else kwargs.get("mask", args[at] if at < len(args) else None)
             if mask is not None and np.asarray(mask.data).dtype != np.bool_:
-                # Triton 3.9 types a comparison as its operands (int32), so `mask & (pid == last)` holds int32
-                # data, which its memory ops refuse ("mask has unsupported dtype"): a mask is its lanes' truth,
-                # whatever integer dtype holds it.
+                # Triton's interpreter types a comparison's handle as its operands (int32), so a splat of
+                # `pid == last` and `mask & (pid == last)` hold int32 data; Triton 3.9's memory ops refuse it
+                # ("mask has unsupported dtype"). A mask is its lanes' truth, whatever integer dtype holds it.
                 call = bind(original, args, kwargs)
                 call.arguments["mask"] = type(mask)(np.asarray(mask.data) != 0, _int1())
                 return original(*call.args, **call.kwargs)

@@ -140,7 +140,7 @@ class Shadow:
         """Per lane of a batched access: the first and the last program (in the serial engine's order) among the
         lanes on its element. A batched access holds its programs' lanes program by program, in that order, so
         numpy's in-order assignment leaves an element the last lane's program (and, lanes reversed, the first)."""
-        if elems.size < 2 or bool((elems[1:] > elems[:-1]).all()):
+        if _ascending(elems):
             return lane_pids, lane_pids  # no element twice (the common case: each program its own row)
         if self._scratch is None:
             self._scratch = np.empty(self.elements, dtype=np.int32)
@@ -239,6 +239,11 @@ class Issue:
             pids=self.pids, tensor=t.name if t else "",
             tensor_shape=tuple(t.tensor.shape) if t else (), tensor_strides=tuple(t.tensor.stride()) if t else (),
             indices=self.indices, masked=self.masked, count=self.count)
+
+
+def _ascending(elems: np.ndarray) -> bool:
+    """No element twice, in increasing order (each program's lanes of a batched access its own row block)."""
+    return elems.size < 2 or bool((elems[1:] > elems[:-1]).all())
 
 
 def _lanes_of(linear_pid, sel: np.ndarray):
@@ -594,7 +599,7 @@ class LaunchChecker:
         row block: a few numbers per program give back the very lanes), else as they are while the launch holds
         fewer than PENDING_LANES such lanes; False: write the table now."""
         n = elems.size
-        if n < 2 or bool((elems[1:] > elems[:-1]).all()):
+        if _ascending(elems):
             starts = np.flatnonzero(lane_pids[1:] != lane_pids[:-1]) + 1
             first = np.concatenate(([0], starts))
             last = np.concatenate((starts - 1, [n - 1]))
@@ -622,8 +627,9 @@ class LaunchChecker:
         if self.undo is not None:
             self.undo.append((s, "pending", s.pending))
         records, s.pending = s.pending, ()
-        programs = self._programs
-        for elems, counts, pids, self._programs in records:
+        current = self._programs  # the access being checked now; _readers reads each record's own
+        for elems, counts, pids, programs in records:
+            self._programs = programs
             if counts is None:  # kept as they were
                 self._pending_lanes -= elems.size
                 self._readers(s, elems, pids)
@@ -631,7 +637,7 @@ class LaunchChecker:
             ends = np.cumsum(counts)
             lanes = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(elems - (ends - counts), counts)
             self._readers(s, lanes, np.repeat(pids, counts))
-        self._programs = programs
+        self._programs = current
 
     def _same_row(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray | None:
         """The elements of one program when every program of this batched access has the very same ones (in
