@@ -1,5 +1,5 @@
-"""The child process's entry point (`python -m tdebug.child JOB.json`): wires the runtime, the patched
-interpreter, the sanitizers and check's lint together for one job, as cli/ does in the parent.
+"""The child process's entry point (`python -m tdebug.child JOB.json`): runs one job under the engine its recipe
+installs (runtime.engine: the patched interpreter, the sanitizers), with check's lint, as cli/ does in the parent.
 
 It is started by tdebug.runtime.harness with the mode's environment (TRITON_INTERPRET=1 or TRITON_DEBUG=1)
 already set, so Triton reads it at import; results go back over the pipe whose fd is in TDEBUG_RESULT_FD.
@@ -9,39 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from .catalogue.spec import load_target
+from .runtime.engine import Engine, Recipe, install
 from .runtime.job import Job, JobLimits, SanitizeOptions
 from .runtime.worker import Channel, PlanError, exception_finding, run_script_job, run_spec_job
-
-
-def _sanitizer(job: Job):
-    """The sanitizer session a job asks for (installed), or None."""
-    if job.sanitize is None:
-        return None
-    if job.engine == "symbolic":
-        from .sanitize.symbolic import SymbolicSession as Session
-    else:
-        from .interpreter import viz_decorators
-        from .sanitize.session import SanitizerSession as Session
-
-        viz_decorators.install()  # a script's own @triton_viz.trace would hide its kernels from us
-    session = Session(checks=list(job.sanitize.checks), max_findings=job.sanitize.max_findings)
-    session.install()
-    return session
-
-
-def _divergence(job: Job, session) -> None:
-    """On a GPU: each launch on CUDA tensors also runs compiled from the same snapshot (sanitize.divergence)."""
-    from .sanitize.divergence import DivergenceCheck
-
-    def report(finding) -> None:
-        finding.config = finding.config or session.config
-        session.case_findings.append(finding)
-
-    DivergenceCheck(report, job.target, list(job.argv)).install()
 
 
 def _end_with_parent() -> None:
@@ -136,51 +109,6 @@ def main(argv: list[str]) -> int:
         channel.close()
 
 
-def _setup(job: Job):
-    """Patch the interpreter (or pin autotuning on a GPU) and install the job's sanitizer; the sanitizer."""
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        from .interpreter import patches as interpret
-
-        interpret.install(exact_values=job.engine != "symbolic")
-        if job.engine != "symbolic":  # triton-viz's symbolic launches compute no stores to record
-            from .interpreter import stores
-
-            stores.install()  # which program stored each element: a failing case's localisation
-    elif job.pin_autotune:  # GPU modes: run the case's config instead of benchmarking them all
-        from .interpreter.patches import pin_autotune
-
-        pin_autotune()
-    sanitizer = _sanitizer(job)
-    if job.divergence and os.environ.get("TRITON_INTERPRET") == "1" and hasattr(sanitizer, "case_findings"):
-        _divergence(job, sanitizer)
-    if job.limits is not None and os.environ.get("TRITON_INTERPRET") == "1":
-        from .interpreter import limits
-
-        # layer "limits", over the sanitizer's: checked before its shadows are made
-        limits.install(limits.Limits(job.limits.max_programs, job.limits.max_bytes))
-    if job.repro and os.environ.get("TRITON_INTERPRET") == "1":
-        from .runtime.repro import ReproWriter
-
-        ReproWriter(job.repro, label=Path(job.target).name).install(
-            sanitizer if hasattr(sanitizer, "case_findings") else None)
-    return sanitizer
-
-
-def _follower(job: Job, sanitizer, folder: Path, home: int | None = None):
-    """Under the interpreter, a script's launches in threads and child processes: serialised, and followed."""
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        return None
-    from .runtime.follow import Follower, serialise_launches
-
-    folder.mkdir(exist_ok=True)
-    settings = {"sanitize": asdict(job.sanitize) if job.sanitize is not None else None, "engine": job.engine,
-                "limits": asdict(job.limits) if job.limits is not None else None}
-    follower = Follower(folder, sanitizer, settings, home=home)
-    follower.install()
-    serialise_launches()  # one launch at a time across threads
-    return follower
-
-
 def follow_spawned() -> None:
     """In a worker that multiprocessing spawned from a script under tdebug: the same interpreter patches and
     sanitizer, its launches written for the script's process to collect (tdebug.runtime.follow)."""
@@ -192,13 +120,28 @@ def follow_spawned() -> None:
     options, limits = settings.get("sanitize"), settings.get("limits")
     job = Job(target=sys.argv[0] or "<spawned>", kind="script", engine=settings.get("engine") or "tdebug",
               sanitize=SanitizeOptions(**options) if options else None, limits=JobLimits(**limits) if limits else None)
-    sanitizer = _setup(job)
-    _follower(job, sanitizer, Path(settings["folder"]), home=-1)
+    _install(job, follow_folder=Path(settings["folder"]), home=-1)
+
+
+def _install(job: Job, follow_folder: Path | None = None, home: int | None = None) -> Engine:
+    """The job's engine: its recipe, the sanitizer it asks for and, on a GPU's interpreter pass, the
+    divergence check (each launch on CUDA tensors also run compiled from the same snapshot)."""
+    sanitizer = None
+    if job.sanitize is not None:
+        from .sanitize.session import session_for
+
+        sanitizer = session_for(job.sanitize, job.engine)
+    listeners = []
+    if job.divergence and os.environ.get("TRITON_INTERPRET") == "1" and hasattr(sanitizer, "case_findings"):
+        from .sanitize.divergence import DivergenceCheck
+
+        listeners.append(DivergenceCheck.into(sanitizer, job.target, list(job.argv)))
+    return install(Recipe.for_job(job, follow_folder, home), sanitizer, listeners)
 
 
 def _run(job: Job, channel: Channel, job_file: str) -> int:
-    sanitizer = _setup(job)
-    follower = _follower(job, sanitizer, Path(job_file + ".d")) if job.kind == "script" else None
+    engine = _install(job, follow_folder=Path(job_file + ".d") if job.kind == "script" else None)
+    sanitizer, follower = engine.sanitizer, engine.follower
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
     try:
@@ -237,10 +180,8 @@ def _run(job: Job, channel: Channel, job_file: str) -> int:
             breakpoints.stop(debugger)
     if debugger is not None:
         from .interpreter import breakpoints
-        from .interpreter.patches import STATE
 
-        why = breakpoints.never_ran(job.pid,
-                                    [r.grid for r in STATE.launches if r.grid])
+        why = breakpoints.never_ran(job.pid, [r.grid for r in engine.launches if r.grid])
         if why:
             channel.send("fatal", message=why, usage=True)
             return 2

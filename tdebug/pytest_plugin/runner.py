@@ -15,9 +15,7 @@ import pytest
 
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
-from ..interpreter import patches, stores
-from ..runtime.follow import Follower, serialise_launches
-from ..runtime.repro import ReproWriter
+from ..runtime.engine import Follow, Recipe, install
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
 from .plugin import REPRO_ROOT
@@ -42,20 +40,16 @@ class Runner:
         self.catalogue: str | None = option.tdebug_catalogue
         self.quick = self.catalogue == "quick"
         self.seed = seed
-        patches.install()
-        stores.install()  # which program stored each element: a failing assert_close says where (tdebug.explain)
-        patches.STATE.clamp_config = self.config_index is None
-        self.session = SanitizerSession(sorted(self.checks))
-        self.session.install()
         # A test's forked or spawned children: their launches are followed (a folder per test, made in its child)
         self.follow_root = Path(tempfile.mkdtemp(prefix="tdebug-follow-"))
-        self.follower = Follower(self.follow_root, self.session, {"sanitize": {"checks": sorted(self.checks)}},
-                                 active=False)
-        self.follower.install()
         root = config.stash.get(REPRO_ROOT, None)
-        if root:
-            ReproWriter(root).install(self.session)
-        serialise_launches()  # one launch at a time across threads
+        self.session = SanitizerSession(sorted(self.checks))
+        self.engine = install(Recipe(
+            interpret=True, store_records=True,  # a failing assert_close says where (tdebug.explain)
+            clamp_config=self.config_index is None, repro=(Path(root), "") if root else None,
+            follow=Follow(self.follow_root, {"sanitize": {"checks": sorted(self.checks)}}, active=False),
+            serialise=True), self.session)  # serialise: one launch at a time across threads
+        self.follower = self.engine.follower
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
@@ -159,8 +153,8 @@ class Runner:
             raise TdebugFailure(verdict.text())
 
     def _in_process(self, item: pytest.Item, runtest: Callable[[], None], settings: Settings) -> None:
-        patches.STATE.config_index = settings.config or 0
-        patches.STATE.launches.clear()
+        self.engine.state.config_index = settings.config or 0
+        self.engine.launches.clear()
         started = time.perf_counter()
         try:
             if settings.skip:
@@ -170,10 +164,10 @@ class Runner:
                     runtest()
         finally:
             findings = [] if settings.skip else self.session.end_case()
-            verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(patches.STATE.launches),
+            verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(self.engine.launches),
                                                     configs=[settings.config or 0],
                                                     seconds=time.perf_counter() - started,
-                                                    launch_seconds=sum(r.seconds for r in patches.STATE.launches))
+                                                    launch_seconds=sum(r.seconds for r in self.engine.launches))
         if verdict.failed:
             raise TdebugFailure(verdict.text())
 

@@ -194,6 +194,15 @@ class DivergenceCheck:
         self.not_compiled: set[str] = set()
         self.busy = False
 
+    @classmethod
+    def into(cls, session, target: str, argv: list[str] | None = None) -> DivergenceCheck:
+        """A check whose findings join the sanitizer session's findings of the case (named by its config)."""
+        def report(finding: Finding) -> None:
+            finding.config = finding.config or session.config
+            session.case_findings.append(finding)
+
+        return cls(report, target, argv)
+
     def install(self) -> None:
         from triton.runtime import interpreter
 

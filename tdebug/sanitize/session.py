@@ -21,6 +21,7 @@ from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patcher
 from ..report import Finding, merge
+from ..runtime.job import SanitizeOptions
 from . import live, locks
 from .checks import CHECKS
 from .memory import ArgView, LaunchChecker
@@ -78,8 +79,9 @@ class SanitizerSession:
         name (versions.bind): the same wrappers fit Triton 3.6's and 3.8's differing signatures."""
         from triton.runtime import interpreter
 
-        from ..interpreter import memory_guard, overflow
+        from ..interpreter import memory_guard, overflow, viz_decorators
 
+        viz_decorators.install()  # a kernel under @triton_viz.trace would hide its accesses from this session
         overflow.STRICT = "overflow-all" in self.checks
         memory_guard.STANDS_ASIDE[0] = "bounds" in self.checks  # the checker refuses those lanes itself
         if self.nan is not None:
@@ -340,6 +342,16 @@ class SanitizerSession:
                 self.nan.enabled = True
         for ptr, evidence in found.items():
             self.case_evidence.setdefault(ptr, evidence)
+
+
+def session_for(options: SanitizeOptions, engine: str = "tdebug"):
+    """The sanitizer session a job's options ask for, not installed yet: tdebug's own, or triton-viz's
+    symbolic one (`--engine symbolic`)."""
+    if engine == "symbolic":
+        from .symbolic import SymbolicSession as Session
+    else:
+        Session = SanitizerSession
+    return Session(checks=list(options.checks), max_findings=options.max_findings)
 
 
 def _virtual_grid(session: SanitizerSession, original, attribute: str, part: int):

@@ -39,6 +39,9 @@ class TraceSession:
     count: int = 0
     launches: list[LaunchMap] = field(default_factory=list)
 
+    def install(self) -> None:
+        install(self)
+
 
 SESSION: TraceSession | None = None
 

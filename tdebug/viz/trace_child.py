@@ -147,17 +147,14 @@ def main(argv: list[str]) -> int:
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("tdebug.viz.trace_child needs TRITON_INTERPRET=1 in its environment")
     os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
-    from ..interpreter import patches as interpret
-    from ..interpreter import stores
+    from ..runtime.engine import Recipe, install
     from . import safe_launch, trace
 
-    interpret.install()
-    safe_launch.install()
-    stores.install()  # who stored each element, at which line: the error picture's tiles
     pid = job.pid
     session = trace.TraceSession(sink=lambda launch: save_launch(launch, out), pid=pid,
                                  keep_for_server=job.serve is not None)
-    trace.install(session)
+    # store records: who stored each element, at which line (the error picture's tiles)
+    install(Recipe(interpret=True, store_records=True), listeners=[safe_launch, session])
     result: dict = {"kind": job.kind, "error": "", "launches": 0}
     try:
         if job.kind == "spec":

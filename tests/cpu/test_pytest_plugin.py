@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+# Imported here, at collection: they import torch, which must not be first imported inside a pytester test
+# (pytester takes its imports out of sys.modules afterwards, and torch's C extension cannot be imported twice).
+from tdebug.pytest_plugin.forked import run_forked
+from tdebug.pytest_plugin.verdict import crash_text
+
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,9 +148,6 @@ def test_a_child_killed_from_outside_is_told_apart_with_its_peak_memory():
     memory the test's process held; other signals keep the crash report."""
     import os
     import signal
-
-    from tdebug.pytest_plugin.forked import run_forked
-    from tdebug.pytest_plugin.verdict import crash_text
 
     def hog(channel):
         block = bytearray(300 << 20)  # 300 MiB, touched
