@@ -24,6 +24,7 @@ from ..report import Finding
 from ..runtime import repro
 from ..runtime.localise import explain
 from ..runtime.processes import exit_now
+from ..runtime.store_maps import dropped_launch
 from ..runtime.worker import Channel, exception_finding
 from .forked import ChildRun, run_forked
 
@@ -109,12 +110,13 @@ def _where(actual, expected, kwargs: dict) -> str:
 
     if not (isinstance(actual, torch.Tensor) and actual.is_floating_point()):
         return ""
+    said = io.StringIO()
     try:
-        found = explain(actual, expected, rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), file=io.StringIO())
+        found = explain(actual, expected, rtol=kwargs.get("rtol"), atol=kwargs.get("atol"), file=said)
     except Exception as e:  # noqa: BLE001 - the test's own failure stays the message; say why there is no more
         return f"(tdebug could not localise it: {type(e).__name__}: {e})"
-    if found is None:
-        return ""
+    if found is None:  # a tensor no kernel wrote says nothing more; one whose launch was too large to record does
+        return said.getvalue().strip() if dropped_launch(actual) is not None else ""
     # Under pytest there is no script to hand to `tdebug run --break`: the report without that command.
     return "\n".join(line for line in found.lines if not line.lstrip().startswith("stop there"))
 

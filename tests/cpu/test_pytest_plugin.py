@@ -135,12 +135,18 @@ def test_a_failing_assert_close_says_which_program_and_line_wrote_the_wrong_elem
     suite = Path(__file__).parent / "data" / "plugin_explain_suite.py"
     pytester.makepyfile(test_explain=suite.read_text())
     result = pytester.runpytest_subprocess("--tdebug", "-p", "no:cacheprovider", timeout=300)
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)
     out = result.stdout.str()
-    assert "Mismatched elements: 3 / 300" in out  # torch's own message first
-    assert "where: scale_kernel, output y_ptr" in out
+    first = out[out.index("___ test_scale ___"):out.index("___ test_scale_too_large_to_record ___")]
+    capped = out[out.index("___ test_scale_too_large_to_record ___"):]
+    assert "Mismatched elements: 3 / 300" in first  # torch's own message first
+    assert "where: scale_kernel, output y_ptr" in first
     store_line = next(i for i, line in enumerate(suite.read_text().splitlines(), 1) if "tl.store(y_ptr" in line)
-    assert f":{store_line}" in out and "program 4" in out  # the last block (elements 256-299) stored them
+    assert f":{store_line}" in first and "program 4" in first  # the last block (elements 256-299) stored them
+    assert "Mismatched elements: 3 / 300" in capped
+    assert ("tdebug.explain: launch 1 (scale_kernel) stored more than 100 lanes, too many to keep a record of each: "
+            "no localisation") in capped
+    assert "where: scale_kernel" not in capped and "program 4" not in capped
 
 
 def test_a_child_killed_from_outside_is_told_apart_with_its_peak_memory():

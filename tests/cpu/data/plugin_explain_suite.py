@@ -1,5 +1,6 @@
 """A test suite whose kernel is wrong in its last elements: under `pytest --tdebug` the failing
-assert_close says which program and store line wrote them (tests/cpu/test_pytest_plugin.py)."""
+assert_close says which program and store line wrote them, or, when the launch stored more lanes than tdebug
+keeps records of, that it cannot say (tests/cpu/test_pytest_plugin.py)."""
 
 import torch
 import triton
@@ -17,6 +18,16 @@ def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 def test_scale():
+    x = torch.rand(300) + 1.0
+    y = torch.empty_like(x)
+    scale_kernel[(triton.cdiv(300, 64),)](x, y, 300, BLOCK=64)
+    torch.testing.assert_close(y, x * 2.0)
+
+
+def test_scale_too_large_to_record():
+    from tdebug.interpreter.stores import RECORDER
+
+    RECORDER.max_lanes = 100  # the launch stores 300 lanes (this test's own process: the plugin forks each test)
     x = torch.rand(300) + 1.0
     y = torch.empty_like(x)
     scale_kernel[(triton.cdiv(300, 64),)](x, y, 300, BLOCK=64)
