@@ -41,7 +41,7 @@ from . import (
     reduce_scan,
 )
 from .frames import KernelError, current_pid, user_frame
-from .versions import TRITON, bind, patcher
+from .versions import TRITON, bind, patcher, take_faults
 
 
 class DeviceAssertError(KernelError, AssertionError):
@@ -74,6 +74,19 @@ class State:
 
 
 STATE = State()
+
+
+def begin_case(config_index: int | None, config_rank: int = 0, clamp_config: bool | None = None) -> None:
+    """A case, test or script run begins: the autotune config it asks for, no launches yet (the list is
+    emptied in place: it may announce launches to the parent), no fault or store record of an earlier one."""
+    from .stores import RECORDER
+
+    STATE.config_index, STATE.config_rank = config_index, config_rank
+    if clamp_config is not None:
+        STATE.clamp_config = clamp_config
+    STATE.launches.clear()
+    take_faults()  # a fault of an earlier case was reported with it
+    RECORDER.clear()
 
 
 def _enable_device_assert() -> None:

@@ -15,7 +15,9 @@ import pytest
 
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
+from ..interpreter.patches import begin_case
 from ..runtime.engine import Follow, Recipe, install
+from ..runtime.worker import fault_finding
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
 from .plugin import REPRO_ROOT
@@ -153,8 +155,7 @@ class Runner:
             raise TdebugFailure(verdict.text())
 
     def _in_process(self, item: pytest.Item, runtest: Callable[[], None], settings: Settings) -> None:
-        self.engine.state.config_index = settings.config or 0
-        self.engine.launches.clear()
+        begin_case(settings.config or 0)
         started = time.perf_counter()
         try:
             if settings.skip:
@@ -164,6 +165,9 @@ class Runner:
                     runtest()
         finally:
             findings = [] if settings.skip else self.session.end_case()
+            internal = fault_finding()  # tdebug's own error inside a patch, even one the test caught
+            if internal is not None and not settings.skip:
+                findings.append(internal)
             verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(self.engine.launches),
                                                     configs=[settings.config or 0],
                                                     seconds=time.perf_counter() - started,

@@ -18,14 +18,13 @@ from dataclasses import dataclass, field
 import pytest
 
 from ..catalogue.poison import poisoned_empty
-from ..interpreter.patches import STATE, LaunchRecord
-from ..interpreter.stores import RECORDER
+from ..interpreter.patches import STATE, LaunchRecord, begin_case
 from ..report import Finding
 from ..runtime import repro
 from ..runtime.localise import explain
 from ..runtime.processes import exit_now
 from ..runtime.store_maps import dropped_launch
-from ..runtime.worker import Channel, exception_finding
+from ..runtime.worker import Channel, exception_finding, fault_finding
 from .forked import ChildRun, run_forked
 
 # Exceptions from tdebug's patches that are findings as well as the test's failure.
@@ -154,11 +153,9 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
         prepare_child(channel, session, settings)
         if follower is not None:  # this child is the test's process; the processes it forks are followed
             follower.adopt(follower.folder / str(os.getpid()))
-        STATE.config_index = config_index
-        STATE.clamp_config = settings.config is None
+        begin_case(config_index, clamp_config=settings.config is None)
         failure = None
         findings: list[dict] = []
-        RECORDER.clear()
         if repro.WRITER is not None:
             repro.WRITER.begin_case(item.nodeid)
         started = time.perf_counter()
@@ -175,6 +172,9 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
             finding = exception_finding(exc)
             if finding.check in EXCEPTION_CHECKS and not settings.skip:
                 findings.append(finding.to_dict())
+        internal = fault_finding()  # tdebug's own error inside a patch, even one the test caught
+        if internal is not None and not settings.skip:
+            findings.append(internal.to_dict())
         seconds = time.perf_counter() - started
         if follower is not None and follower.away:  # a process the test forked came back here: it is done
             exit_now(0)

@@ -138,6 +138,14 @@ def internal_finding(exc: BaseException) -> Finding:
                    f"{type(exc).__name__}: {exc} (a bug in tdebug, not in the kernel)")
 
 
+def fault_finding() -> Finding | None:
+    """An internal finding for the first error tdebug's own code raised inside a patch since the last call,
+    even one the user's code caught (a broad `except`, `pytest.raises(Exception)`): what it ran was then not
+    checked as it should have been. None when there was none."""
+    faults = take_faults()
+    return internal_finding(faults[0]) if faults else None
+
+
 # A case's status for the finding of the exception that ended it (anything else: "error").
 EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "internal", "unsupported": "unsupported",
                     "not-checked": "not-checked"}
@@ -197,13 +205,10 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     target: the file, for the `tdebug run` command that a failing case's localisation ends with."""
     import torch
 
-    from ..interpreter.patches import STATE
+    from ..interpreter.patches import STATE, begin_case
     from ..interpreter.stores import RECORDER
 
-    STATE.config_index = case.config
-    STATE.launches.clear()
-    take_faults()  # a fault of an earlier case was reported with it
-    RECORDER.clear()
+    begin_case(case.config)
     started, cpu_started = time.perf_counter(), time.process_time()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
     guards = None
@@ -389,7 +394,7 @@ def autotuned_launches(records) -> list[dict]:
 def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None:
     """Run a script as __main__ (its arguments in job.argv); its exit code, exception and launches reported,
     with those of the processes it forked or spawned (follower: tdebug.runtime.follow.Follower)."""
-    from ..interpreter.patches import STATE
+    from ..interpreter.patches import STATE, begin_case
 
     target = job.target
     channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name], lint=[])
@@ -398,7 +403,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None
     sys.path.insert(0, str(Path(target).parent))
     started = time.perf_counter()
     result: dict = {"label": Path(target).name, "findings": [], "comparisons": []}
-    STATE.config_index, STATE.config_rank = job.config, job.config_rank
+    begin_case(job.config, job.config_rank)
     # Launches are seen where tdebug's interpreter patches run them (not under triton-viz's own launch path).
     result["launches_known"] = STATE.installed and getattr(sanitizer, "computes_outputs", True)
     STATE.launches = _LaunchEvents(channel)
@@ -441,9 +446,8 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None
     if "torch._inductor.codecache" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1":
         print("tdebug: torch.compile ran: the code inductor generated (C++ on a CPU) is not checked; the Triton "
               "kernels the script launches itself are", file=sys.stderr)
-    faults = take_faults()
-    if faults and not any(f["check"] == "internal" for f in result["findings"]):
-        internal = internal_finding(faults[0])  # raised in tdebug's patches, caught by the script
+    internal = fault_finding()
+    if internal is not None and not any(f["check"] == "internal" for f in result["findings"]):
         result["findings"].append(internal.to_dict())
         result["error"] = internal.message
     result["exit_code"] = exit_code

@@ -65,7 +65,7 @@ def case_shape(target, requested: list[int] | None) -> tuple[int, ...]:
 def run_spec(job: VizJob, result: dict) -> None:
     from ..catalogue.cases import autotune_configs
     from ..catalogue.spec import Case, load_target
-    from ..interpreter.patches import STATE
+    from ..interpreter.patches import begin_case
 
     target = load_target(job.target)
     spec = target.spec
@@ -92,7 +92,7 @@ def run_spec(job: VizJob, result: dict) -> None:
     case = Case(shape, job.dtype, job.layout, job.seed, "cpu", config, variant)
     result["case"], result["seed"] = case.label(), case.seed
     result["shape"] = list(shape)
-    STATE.config_index = config
+    begin_case(config)
     inputs = spec.make_inputs(case)
     out = spec.launch(*inputs)
     if job.pid is None:  # every program ran: draw the error of a wrong output

@@ -149,6 +149,46 @@ def test_a_failing_assert_close_says_which_program_and_line_wrote_the_wrong_elem
     assert "where: scale_kernel" not in capped and "program 4" not in capped
 
 
+SWALLOWING_TEST = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_copy_or_not():
+    x = torch.randn(100)
+    y = torch.empty_like(x)
+    try:
+        copy_kernel[(2,)](x, y, 100, BLOCK=64)
+    except Exception:  # a broad except around the launch: the test passes whatever went wrong there
+        pass
+"""
+
+
+def test_an_internal_error_the_test_catches_still_fails_the_test(pytester: pytest.Pytester):
+    """tdebug's own error inside its patches (here: its memory checker handed no addresses) is never a silent
+    pass, even when the test swallows the exception: the launch was not checked."""
+    pytester.makeconftest(
+        "from tdebug.sanitize import memory\n"
+        "_access = memory.LaunchChecker.access\n"
+        "def access(self, kind, ptrs, *rest, **kwargs):\n"
+        "    return _access(self, kind, None, *rest, **kwargs)\n"
+        "memory.LaunchChecker.access = access\n")
+    pytester.makepyfile(test_swallow=SWALLOWING_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(passed=1)  # without tdebug: the checker is not there, the test passes
+    result = pytester.runpytest_subprocess("--tdebug", "-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "internal error in tdebug" in out and "tdebug/sanitize/memory.py" in out, out
+
+
 def test_a_child_killed_from_outside_is_told_apart_with_its_peak_memory():
     """SIGKILL that tdebug did not send (the out-of-memory killer's signal): the report says so and how much
     memory the test's process held; other signals keep the crash report."""
