@@ -14,24 +14,15 @@ from pathlib import Path
 from .catalogue.spec import load_target
 from .runtime.engine import Engine, Recipe, install
 from .runtime.job import Job, JobLimits, SanitizeOptions
+from .runtime.processes import die_with_parent
 from .runtime.worker import Channel, PlanError, exception_finding, run_script_job, run_spec_job
 
 
 def _end_with_parent() -> None:
-    """On Linux, have this process killed when tdebug dies, even by SIGKILL (which tdebug cannot clean up
-    after): no child is left behind at 100% CPU. TDEBUG_PARENT_PID is set when tdebug is the direct parent."""
+    """Have this process killed when tdebug dies (TDEBUG_PARENT_PID is set when tdebug is the direct parent)."""
     parent = os.environ.get("TDEBUG_PARENT_PID")
-    if not parent or not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != int(parent):  # tdebug died before the prctl
-        os._exit(1)
+    if parent:
+        die_with_parent(int(parent))
 
 
 def _result_fd() -> int:
@@ -172,7 +163,12 @@ def _run(job: Job, channel: Channel, job_file: str) -> int:
                 channel.send("fatal", message=str(e), usage=True)
                 return 2
         else:
-            run_script_job(job, channel, sanitizer, follower)
+            if job.sweep_ranks:
+                from .runtime.script_sweep import run_script_sweep
+
+                run_script_sweep(job, channel, sanitizer, follower)
+            else:
+                run_script_job(job, channel, sanitizer, follower)
     finally:
         if debugger is not None:
             from .interpreter import breakpoints

@@ -83,6 +83,8 @@ class Job:
     single: bool = False  # the one case the plan's first entries name (tdebug run)
     config: int | None = None  # a script: only this autotune config
     config_rank: int = 0  # a script: the rank of the surviving config this run takes (sanitize's sweep)
+    # a script: run once per rank here, each run in a process forked from the child (sanitize's sweep); a case each
+    sweep_ranks: tuple[int, ...] = ()
     sanitize: SanitizeOptions | None = None  # the interpreter sanitizer, or None
     engine: str = "tdebug"  # the interpreter engine: "tdebug" or "symbolic" (triton-viz)
     limits: JobLimits | None = None  # size caps for the interpreter pass
@@ -105,6 +107,7 @@ class Job:
         if self.executor not in EXECUTORS:
             raise ValueError(f"Job.executor {self.executor!r}: one of {', '.join(EXECUTORS)}")
         object.__setattr__(self, "argv", tuple(self.argv))
+        object.__setattr__(self, "sweep_ranks", tuple(self.sweep_ranks))
         for name in ("breaks", "pid"):
             object.__setattr__(self, name, _tuple(getattr(self, name)))
         if self.cases is not None:

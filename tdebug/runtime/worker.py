@@ -391,14 +391,17 @@ def autotuned_launches(records) -> list[dict]:
     return list(seen.values())
 
 
-def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None:
+def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: int = 0) -> None:
     """Run a script as __main__ (its arguments in job.argv); its exit code, exception and launches reported,
-    with those of the processes it forked or spawned (follower: tdebug.runtime.follow.Follower)."""
+    with those of the processes it forked or spawned (follower: tdebug.runtime.follow.Follower). index: the
+    run's case in a sweep (run_script_sweep planned the cases); 0 and planned here otherwise."""
     from ..interpreter.patches import STATE, begin_case
 
     target = job.target
-    channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name], lint=[])
-    channel.send("start", index=0)
+    if not job.sweep_ranks:
+        channel.send("plan", kernel=Path(target).name, cases=[{"script": target}], labels=[Path(target).name],
+                     lint=[])
+    channel.send("start", index=index)
     sys.argv = [target] + list(job.argv)
     sys.path.insert(0, str(Path(target).parent))
     started = time.perf_counter()
@@ -469,7 +472,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None) -> None
         result["status"] = "fail" if not result.get("error") else "error"
     else:
         result["status"] = "pass"
-    channel.send("result", index=0, **result)
+    channel.send("result", index=index, **result)
     if result.get("context_lost"):
         _leave()
 

@@ -85,6 +85,12 @@ def _parallel_runs(runs: int) -> int:
     return max(1, min(runs, (os.cpu_count() or 1) // 4))
 
 
+def forks_runs() -> bool:
+    """Whether a script's runs after the first go to one worker that forks a process per run (POSIX), instead
+    of a fresh worker per run (TDEBUG_SWEEP=spawn: the latter, as a reference)."""
+    return hasattr(os, "fork") and os.environ.get("TDEBUG_SWEEP", "fork") != "spawn"
+
+
 def sanitize_script(job: Job, timeout: float | None = 120.0,
                     progress: Callable[[str], None] | None = None, capture: bool = False) -> JobResult:
     """Sanitize a script under every surviving autotune config (or the one job.config names); capture: keep
@@ -101,6 +107,18 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
         name = Path(job.target).name
         ranks = list(range(1, runs))
         workers = _parallel_runs(len(ranks)) if capture and replay.kind != "file" else 1
+        # On the CPU, one worker forks a process per run: torch, Triton and tdebug imported once. (The GPU's
+        # pass, capture=True, keeps a fresh process per run: a CUDA context does not survive a fork.)
+        if ranks and not capture and forks_runs():
+            def announce(kind: str, data: dict) -> None:
+                if kind == "start" and progress is not None:
+                    rank = ranks[data["index"]]
+                    progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune "
+                             f"config: {rank_label(first, rank)})")
+
+            results.append(run_job(job.but(sweep_ranks=tuple(ranks)), mode="interpret", timeout=timeout,
+                                   capture=capture, on_event=announce, stdin=replay.stdin()))
+            ranks = []
         if workers > 1:  # the GPU's interpreter pass: the other configs' runs at once (independent children)
             stdins = [replay.stdin() for _ in ranks]
             with ThreadPoolExecutor(max_workers=workers) as pool:
