@@ -44,9 +44,11 @@ def run_script_sweep(job: Job, channel: Channel, sanitizer, follower=None) -> No
             os.lseek(0, stdin_at, os.SEEK_SET)
         read_fd, write_fd = os.pipe()
         _flush()
+        worker = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(read_fd)
+            die_with_parent(worker)
             _run(job.but(config_rank=ranks[index]), channel, sanitizer, follower, index, write_fd, threads)
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as pipe:
@@ -61,7 +63,6 @@ def _run(job: Job, channel: Channel, sanitizer, follower, index: int, reported: 
     """In the forked process: one run of the script, its result sent; never returns."""
     code = 1
     try:
-        die_with_parent(os.getppid())
         if threads is not None:
             import torch
 
