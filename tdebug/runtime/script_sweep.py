@@ -71,7 +71,8 @@ def _run(job: Job, channel: Channel, sanitizer, follower, index: int, reported: 
         if follower is not None:  # this process runs the script: the processes it forks are followed from here
             follower.adopt(follower.folder / f"run{index}")
         run_script_job(job, channel, sanitizer, follower, index=index)
-        os.write(reported, REPORTED + "\n".join(_preloadable(held)).encode())
+        with os.fdopen(reported, "wb") as pipe:  # write() to its end (os.write may write a part)
+            pipe.write(REPORTED + "\n".join(_preloadable(held)).encode())
         code = 0
     except BaseException as exc:  # noqa: BLE001 - tdebug's own failure around the run: the whole job's
         if not isinstance(exc, KeyboardInterrupt):
