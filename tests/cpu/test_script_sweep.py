@@ -35,7 +35,7 @@ def _cases(report: dict) -> list[tuple]:
             for c in target["cases"]]
 
 
-@pytest.mark.parametrize("argv", [(), ("crash",)])
+@pytest.mark.parametrize("argv", [pytest.param((), marks=pytest.mark.slow), ("crash",)])  # crash: findings too
 def test_forked_runs_give_what_fresh_processes_give(tmp_path, argv):
     code, forked, out = sanitize(tmp_path, "fork", *argv)
     ref_code, spawned, ref_out = sanitize(tmp_path, "spawn", *argv)
@@ -51,6 +51,7 @@ def test_forked_runs_give_what_fresh_processes_give(tmp_path, argv):
         assert "SIGSEGV" in out and "run 4 of 4" in out, out  # the run after the crash was made
 
 
+@pytest.mark.slow  # 30 s: the hang waits out its --timeout
 def test_a_run_that_hangs_is_ended_and_the_next_config_still_runs(tmp_path):
     code, report, out = sanitize(tmp_path, "fork", "hang", timeout="20")
     statuses = [status for status, _, _ in _cases(report)]
