@@ -122,12 +122,13 @@ def _install(job: Job, follow_folder: Path | None = None, home: int | None = Non
         from .sanitize.session import session_for
 
         sanitizer = session_for(job.sanitize, job.engine)
+    recipe = Recipe.for_job(job, follow_folder, home)
     listeners = []
-    if job.divergence and os.environ.get("TRITON_INTERPRET") == "1" and hasattr(sanitizer, "case_findings"):
+    if job.divergence and recipe.interpret and hasattr(sanitizer, "case_findings"):
         from .sanitize.divergence import DivergenceCheck
 
         listeners.append(DivergenceCheck.into(sanitizer, job.target, list(job.argv)))
-    return install(Recipe.for_job(job, follow_folder, home), sanitizer, listeners)
+    return install(recipe, sanitizer, listeners)
 
 
 def _run(job: Job, channel: Channel, job_file: str) -> int:

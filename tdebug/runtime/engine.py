@@ -112,25 +112,27 @@ def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[P
         sanitizer.install()
     for part in engine.listeners:
         part.install()
+    if not interpret:  # a GPU mode: what follows wraps the interpreter's launches
+        return engine
     checked = sanitizer if hasattr(sanitizer, "case_findings") else None  # tdebug's own, not the symbolic one
-    if interpret and recipe.limits is not None:
+    if recipe.limits is not None:
         from ..interpreter import limits
 
         limits.install(limits.Limits(recipe.limits.max_programs, recipe.limits.max_bytes))
-    if interpret and recipe.repro is not None:
+    if recipe.repro is not None:
         from .repro import ReproWriter
 
         folder, label = recipe.repro
         engine.repro = ReproWriter(folder, label=label)
         engine.repro.install(checked)
-    if interpret and recipe.follow is not None:
+    if recipe.follow is not None:
         from .follow import Follower
 
         follow = recipe.follow
         follow.folder.mkdir(exist_ok=True)
         engine.follower = Follower(follow.folder, sanitizer, follow.settings, home=follow.home, active=follow.active)
         engine.follower.install()
-    if interpret and recipe.serialise:
+    if recipe.serialise:
         from .follow import serialise_launches
 
         serialise_launches()

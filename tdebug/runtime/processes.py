@@ -139,12 +139,17 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def exit_now(code: int) -> None:
-    """Leave this process at once with `code`, output flushed, skipping the interpreter's teardown (a second
-    with torch loaded; after a CUDA error or a stop, nothing of it is wanted)."""
+def flush_output() -> None:
+    """Write out what Python buffered of stdout and stderr (before a fork, or an exit that skips the teardown)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
+
+
+def exit_now(code: int) -> None:
+    """Leave this process at once with `code`, output flushed, skipping the interpreter's teardown (a second
+    with torch loaded; after a CUDA error or a stop, nothing of it is wanted)."""
+    flush_output()
     os._exit(code)

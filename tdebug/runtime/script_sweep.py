@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from .job import Job
-from .processes import die_with_parent, exit_now
+from .processes import die_with_parent, exit_now, flush_output
 from .worker import Channel, exception_finding, run_script_job
 
 REPORTED = b"1"  # what a run writes to the worker once its result is on the pipe
@@ -43,7 +43,7 @@ def run_script_sweep(job: Job, channel: Channel, sanitizer, follower=None) -> No
         if stdin_at is not None:  # every run reads the same input; forked processes share the file's offset
             os.lseek(0, stdin_at, os.SEEK_SET)
         read_fd, write_fd = os.pipe()
-        _flush()
+        flush_output()
         worker = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -53,7 +53,7 @@ def run_script_sweep(job: Job, channel: Channel, sanitizer, follower=None) -> No
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as pipe:
             reported = pipe.read()  # to its end (the run's exit) before the wait: a long list fills the pipe
-        status = _wait(pid)
+        status = os.waitpid(pid, 0)[1]
         if not reported.startswith(REPORTED):
             _end_as(status)
         _preload(reported[len(REPORTED):].decode().split())
@@ -113,20 +113,11 @@ def _preload(names: list[str]) -> None:
             continue
 
 
-def _wait(pid: int) -> int:
-    """The forked run's wait status (EINTR retried)."""
-    while True:
-        try:
-            return os.waitpid(pid, 0)[1]
-        except InterruptedError:
-            continue
-
-
 def _end_as(status: int) -> None:
     """End this worker as the run ended: killed by its signal, or exiting with its code."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        _flush()
+        flush_output()
         faulthandler.disable()  # the run's own report was printed already; none of this process's
         with contextlib.suppress(OSError, ValueError):  # SIGKILL keeps its default action anyway
             signal.signal(sig, signal.SIG_DFL)
@@ -143,11 +134,3 @@ def _rewindable_stdin() -> int | None:
     except OSError:
         pass
     return None
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass

@@ -107,17 +107,22 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
         name = Path(job.target).name
         ranks = list(range(1, runs))
         workers = _parallel_runs(len(ranks)) if capture and replay.kind != "file" else 1
+        def announce(rank: int) -> None:
+            if progress is not None:
+                progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
+                         f"{rank_label(first, rank)})")
+
         # On the CPU, one worker forks a process per run: torch, Triton and tdebug imported once. (The GPU's
         # pass, capture=True, keeps a fresh process per run: a CUDA context does not survive a fork.)
         if ranks and not capture and forks_runs():
-            def announce(kind: str, data: dict) -> None:
-                if kind == "start" and progress is not None:
-                    rank = ranks[data["index"]]
-                    progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune "
-                             f"config: {rank_label(first, rank)})")
+            forked = tuple(ranks)
 
-            results.append(run_job(job.but(sweep_ranks=tuple(ranks)), mode="interpret", timeout=timeout,
-                                   capture=capture, on_event=announce, stdin=replay.stdin()))
+            def on_event(kind: str, data: dict) -> None:
+                if kind == "start":
+                    announce(forked[data["index"]])
+
+            results.append(run_job(job.but(sweep_ranks=forked), mode="interpret", timeout=timeout,
+                                   capture=capture, on_event=on_event, stdin=replay.stdin()))
             ranks = []
         if workers > 1:  # the GPU's interpreter pass: the other configs' runs at once (independent children)
             stdins = [replay.stdin() for _ in ranks]
@@ -126,9 +131,7 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
                     lambda rank, stdin: run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout,
                                                 capture=capture, stdin=stdin), ranks, stdins))
         for rank in ranks if workers == 1 else ():
-            if progress is not None:
-                progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
-                         f"{rank_label(first, rank)})")
+            announce(rank)
             results.append(run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout, capture=capture,
                                    stdin=replay.stdin()))
     finally:
