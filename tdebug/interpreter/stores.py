@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import grid_loop, program_axis
+from . import grid_loop, memory_events, program_axis
 from .frames import current_pid, user_frame
 from .program_axis import Batch, current_program, is_batched, lane_programs
 from .versions import bind, patcher
@@ -252,6 +252,12 @@ class StoreRecorder:
         while len(self.launches) > 1 and total > self.max_lanes:
             total -= self.launches.pop(0).lanes
 
+    def before(self, access: memory_events.Access) -> None:
+        """A store or atomic_rmw about to run (memory_events): its lanes under the mask the checks left it."""
+        ptrs, mask = access.ptrs, access.mask
+        self.store(ptrs.data, None if mask is None else mask.data, _element_size(ptrs),
+                   atomic=access.op == "create_atomic_rmw")
+
     def store(self, addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool = False) -> None:
         launch = self._current
         if launch is None or not self._ranges or launch.dropped:
@@ -421,22 +427,6 @@ def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
                 recorder.end_launch()
         return __call__
 
-    def masked_store(original):
-        def create_masked_store(*args, **kwargs):
-            call = bind(original, args, kwargs)
-            ptrs, mask = call.arguments["ptrs"], call.arguments["mask"]
-            recorder.store(ptrs.data, None if mask is None else mask.data, _element_size(ptrs))
-            return original(*args, **kwargs)
-        return create_masked_store
-
-    def atomic_rmw(original):
-        def create_atomic_rmw(*args, **kwargs):
-            call = bind(original, args, kwargs)
-            ptr, mask = call.arguments["ptr"], call.arguments.get("mask")
-            recorder.store(ptr.data, None if mask is None else mask.data, _element_size(ptr), atomic=True)
-            return original(*args, **kwargs)
-        return create_atomic_rmw
-
     def grid_dim(original):
         def set_grid_dim(*args, **kwargs):
             recorder.set_grid(tuple(bind(original, args, kwargs).arguments.values()))
@@ -446,8 +436,7 @@ def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
     builder = interpreter.interpreter_builder
     patch(interpreter.GridExecutor, "_init_args_hst", init_args)
     patch(interpreter.GridExecutor, "__call__", launch)
-    patch(builder, "create_masked_store", masked_store)
-    patch(builder, "create_atomic_rmw", atomic_rmw)
+    memory_events.listen("stores", recorder, ("create_masked_store", "create_atomic_rmw"))
     patch(builder, "set_grid_dim", grid_dim)
     grid_loop.register(recorder)
     recorder.installed = True

@@ -262,6 +262,7 @@ LAYERS: tuple[str, ...] = (
     "overflow",
     "recursion",
     "compiled",  # launches from torch.compile'd code run eagerly (over autotune's patch)
+    "memory_events",  # the one wrapper of the memory ops: safe_launch, stores, nan, sanitizer, locks and trace listen
     "safe_launch",  # tdebug viz: a launch's accesses stay inside its tensors
     "stores",  # which program stored each element
     "nan",  # its store check sees the mask after the sanitizer cut the out-of-bounds lanes

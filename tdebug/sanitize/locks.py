@@ -17,10 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..interpreter import memory_events
 from ..interpreter.frames import KernelError
-from ..interpreter.versions import bind, patcher
-
-patch = patcher("locks")
 
 SPIN_LIMIT = 1000  # failed acquires in a row on a lock no running program can release: a deadlock
 
@@ -131,44 +129,27 @@ class LockOrder:
         return stamps
 
 
+class _LockListener:
+    """Follows atomic_cas / atomic_rmw results (interpreter.memory_events, after the op ran)."""
+
+    def __init__(self, current: Callable) -> None:
+        self.current = current
+
+    def after(self, access: memory_events.Access, result) -> None:
+        checker = self.current()
+        locks = checker.order if checker is not None else None
+        if locks is None:
+            return
+        arguments = access.call.arguments
+        if access.op == "create_atomic_cas":
+            locks.after_cas(np.asarray(arguments["ptr"].data), np.asarray(arguments["cmp"].data),
+                            np.asarray(arguments["val"].data), np.asarray(result.data))
+        elif locks.held:
+            mask = arguments.get("mask")
+            locks.after_atomic(np.asarray(arguments["ptr"].data), None if mask is None else np.asarray(mask.data))
+
+
 def install(current: Callable) -> None:
     """Follow atomic_cas / atomic_rmw results into the running launch's LockOrder (`current()`: the
-    launch's checker, or None between launches). Wraps the sanitizer's own wrappers of these ops."""
-    from triton.runtime import interpreter
-
-    def order() -> LockOrder | None:
-        checker = current()
-        return checker.order if checker is not None else None
-
-    builder = interpreter.interpreter_builder
-    # Arguments are read by name against Triton's own methods, whatever the wrappers below look like.
-    triton_cas = interpreter.InterpreterBuilder.create_atomic_cas.__get__(builder)
-    triton_rmw = interpreter.InterpreterBuilder.create_atomic_rmw.__get__(builder)
-
-    def make_cas(original):
-        def create_atomic_cas(*args, **kwargs):
-            old = original(*args, **kwargs)
-            locks = order()
-            if locks is not None:
-                call = bind(triton_cas, args, kwargs)
-                locks.after_cas(np.asarray(call.arguments["ptr"].data), np.asarray(call.arguments["cmp"].data),
-                                np.asarray(call.arguments["val"].data), np.asarray(old.data))
-            return old
-
-        return create_atomic_cas
-
-    def make_rmw(original):
-        def create_atomic_rmw(*args, **kwargs):
-            out = original(*args, **kwargs)
-            locks = order()
-            if locks is not None and locks.held:
-                call = bind(triton_rmw, args, kwargs)
-                mask = call.arguments["mask"]
-                locks.after_atomic(np.asarray(call.arguments["ptr"].data),
-                                   None if mask is None else np.asarray(mask.data))
-            return out
-
-        return create_atomic_rmw
-
-    patch(builder, "create_atomic_cas", make_cas)
-    patch(builder, "create_atomic_rmw", make_rmw)
+    launch's checker, or None between launches), outside the sanitizer's own check of these ops."""
+    memory_events.listen("locks", _LockListener(current), ("create_atomic_cas", "create_atomic_rmw"))

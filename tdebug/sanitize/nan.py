@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import program_axis
+from ..interpreter import memory_events, program_axis
 from ..interpreter.frames import current_pid, user_frame
-from ..interpreter.versions import bind, patcher
+from ..interpreter.versions import patcher
 from ..report import Finding
 
 patch = patcher("nan")
@@ -311,6 +311,11 @@ class NanTracker:
             r.ranked = sorted(ranked, key=lambda e: (e[0], e[1]))[:MAX_EXAMPLES]
             r.lanes = [t for _, _, t in r.ranked]
 
+    def before(self, access) -> None:
+        """A store or atomic about to run (interpreter.memory_events), with the mask the sanitizer left it."""
+        if self.live:
+            self.check_store(access.ptrs, access.value, access.mask)
+
     # -- patches ---------------------------------------------------------------------------------------
     def install(self) -> None:
         from triton.runtime import interpreter
@@ -324,9 +329,7 @@ class NanTracker:
         reduce_scan = getattr(interpreter, "ReduceScanOpInterface", None)
         if reduce_scan is not None:
             patch(reduce_scan, "apply", lambda original: _watched_reduction(tracker, original))
-        for name, value in (("create_masked_store", "value"), ("create_atomic_rmw", "val")):
-            declared = getattr(type(builder), name)  # Triton's own signature, whatever wraps the instance's
-            patch(builder, name, lambda original, d=declared, v=value: _checked_store(tracker, original, d, v))
+        memory_events.listen("nan", self, ("create_masked_store", "create_atomic_rmw"))
         patch(interpreter.GridExecutor, "__call__", lambda original: _flagged_launch(tracker, original))
 
 
@@ -356,18 +359,6 @@ def _watched_reduction(tracker: NanTracker, original):
         return out
 
     return apply
-
-
-def _checked_store(tracker: NanTracker, original, declared, value_name: str):
-    from triton.runtime.interpreter import interpreter_builder
-
-    def store(*args, **kwargs):
-        if tracker.live:
-            a = bind(declared, (interpreter_builder, *args), kwargs).arguments
-            tracker.check_store(a.get("ptrs", a.get("ptr")), a[value_name], a.get("mask"))
-        return original(*args, **kwargs)
-
-    return store
 
 
 def _flagged_launch(tracker: NanTracker, original):

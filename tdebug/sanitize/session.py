@@ -1,12 +1,13 @@
-"""The interpreter sanitizer, installed in the worker: patches the interpreter's memory ops.
+"""The interpreter sanitizer, installed in the worker: listens to the interpreter's memory ops.
 
 Why not triton-viz's Client hooks: they need each kernel wrapped with `triton_viz.trace` (we sanitize
 unmodified scripts and autotuned kernels, where its launch path crashes, see FACTS.md), and they
 patch every language op, arithmetic included, for the lifetime of a launch. The interpreter funnels
 every memory access through four InterpreterBuilder methods (create_masked_load, create_masked_store,
 create_atomic_rmw, create_atomic_cas; unmasked, block-pointer and descriptor loads/stores all end
-in the masked ones), and every launch through GridExecutor, so wrapping those five is the whole
-interface: cheaper, and it works for any kernel the interpreter runs. Two more follow what the memory
+in the masked ones: interpreter.memory_events hands them to this session's `before`), and every launch
+through GridExecutor, so those five are the whole interface: cheaper, and it works for any kernel the
+interpreter runs. Two more follow what the memory
 model needs beyond the accesses: atomics into spin locks (locks.py) and pointers built from integers
 (live.py, pointer tables).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import batch_memory, grid_loop, program_axis, provenance
+from ..interpreter import batch_memory, grid_loop, memory_events, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patcher
@@ -38,7 +39,6 @@ class SanitizerSession:
         self.max_findings = max_findings
         self.enabled = True  # False: launches run unchecked (pytest's @pytest.mark.tdebug(skip=True))
         self.current: LaunchChecker | None = None
-        self._unmasked = False
         self.case_findings: list[Finding] = []
         # Tensors some launch of the case stored to: (storage, name) -> view
         self.case_stored: dict[tuple[int, str], ArgView] = {}
@@ -75,8 +75,8 @@ class SanitizerSession:
 
     # -- patches ------------------------------------------------------------------------------------
     def install(self) -> None:
-        """Wrap GridExecutor (launch begin/end) and the builder's memory ops, reading their arguments by
-        name (versions.bind): the same wrappers fit Triton 3.6's and 3.8's differing signatures."""
+        """Wrap GridExecutor (launch begin/end) and listen to the builder's memory ops (memory_events reads
+        their arguments by name: the same checks fit Triton 3.6's and 3.8's differing signatures)."""
         from triton.runtime import interpreter
 
         from ..interpreter import memory_guard, overflow, viz_decorators
@@ -87,7 +87,6 @@ class SanitizerSession:
         if self.nan is not None:
             self.nan.install()  # layer "nan", below "sanitizer": its store check sees the mask the sanitizer cut
         session = self
-        handle = interpreter.TensorHandle
 
         def init_args(original):
             def _init_args_hst(*args, **kwargs):
@@ -122,61 +121,30 @@ class SanitizerSession:
 
             return __call__
 
-        def checked(kind: str, pointer: str):
-            """A masked memory op whose mask loses the lanes the checker refuses (reported, not run)."""
-
-            def make(original):
-                def op(*args, **kwargs):
-                    call = bind(original, args, kwargs)
-                    mask = call.arguments["mask"]
-                    safe = session._check(kind, call.arguments[pointer], mask)
-                    if safe is not None:
-                        call.arguments["mask"] = handle(safe, mask.dtype)
-                    return original(*call.args, **call.kwargs)
-
-                return op
-
-            return make
-
-        def atomic_cas(original):
-            def create_atomic_cas(*args, **kwargs):
-                call = bind(original, args, kwargs)
-                safe = session._check("atomic", call.arguments["ptr"], None)
-                if safe is not None and not safe.all():
-                    # atomic_cas has no mask: skip the whole op rather than touch memory we do not own.
-                    cmp = call.arguments["cmp"]
-                    return handle(np.zeros_like(cmp.data), cmp.dtype.scalar)
-                return original(*args, **kwargs)
-
-            return create_atomic_cas
-
-        def unmasked(original):
-            """create_load / create_store: the masked op they call gets an all-true mask the kernel
-            never wrote; flag it so the finding says 'no mask'."""
-
-            def call(*args, **kwargs):
-                session._unmasked = True
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    session._unmasked = False
-
-            return call
-
         builder = interpreter.interpreter_builder
         patch(interpreter.GridExecutor, "_init_args_hst", init_args)
         patch(interpreter.GridExecutor, "__call__", end_launch)
-        patch(builder, "create_load", unmasked)
-        patch(builder, "create_store", unmasked)
-        patch(builder, "create_masked_load", checked("load", "ptrs"))
-        patch(builder, "create_masked_store", checked("store", "ptrs"))
-        patch(builder, "create_atomic_rmw", checked("atomic", "ptr"))
-        patch(builder, "create_atomic_cas", atomic_cas)
+        memory_events.listen("sanitizer", self)
         patch(builder, "set_grid_dim", lambda original: _virtual_grid(session, original, "grid_dim", 1))
         patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
         locks.install(lambda: session.current)
         live.install(lambda: session.current)
         grid_loop.register(self)  # the batched engine undoes a batch it splits: our part of it too
+
+    # -- the engine's memory events (interpreter.memory_events) ---------------------------------------------
+    def before(self, access: memory_events.Access) -> None:
+        """Check a memory op's lanes; those the checker refuses (reported) lose their mask and never run."""
+        from triton.runtime.interpreter import TensorHandle
+
+        safe = self._check(access.kind, access.ptrs, access.mask, access.unmasked)
+        if safe is None:
+            return
+        if access.op == "create_atomic_cas":
+            if not safe.all():  # atomic_cas has no mask: skip the whole op rather than touch memory we do not own
+                cmp = access.call.arguments["cmp"]
+                access.refuse(TensorHandle(np.zeros_like(cmp.data), cmp.dtype.scalar))
+            return
+        access.mask = TensorHandle(safe, access.mask.dtype)
 
     # -- the batched engine's checkpoints (grid_loop.Listener) ---------------------------------------------
     def checkpoint(self) -> tuple:
@@ -250,13 +218,13 @@ class SanitizerSession:
                         OUTPUTS.by_storage[v.home_ptr] = (checker.kernel, v.name)
         return checker
 
-    def _check(self, kind: str, ptrs, mask) -> np.ndarray | None:
+    def _check(self, kind: str, ptrs, mask, unmasked: bool) -> np.ndarray | None:
         batch_memory.publish(None)
         checker = self.current if self.probing is None else self.probing[2]
         if checker is None:
             return None
         if self.probing is not None:
-            checker.masked = mask is not None and not self._unmasked
+            checker.masked = mask is not None and not unmasked
         from triton.runtime.interpreter import interpreter_builder
 
         gx, gy, gz = interpreter_builder.grid_dim
@@ -277,7 +245,7 @@ class SanitizerSession:
                 checker.order.enter(linear, gx * gy * gz)
         frame = user_frame()
         where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("", 0)
-        mask_data = None if (mask is None or self._unmasked) else np.asarray(mask.data)
+        mask_data = None if (mask is None or unmasked) else np.asarray(mask.data)
         how = ""
         unchecked = unchecked_dims(mask)
         if unchecked:  # a block pointer's mask holds only the dims in boundary_check

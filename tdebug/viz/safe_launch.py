@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..interpreter import memory_events
 from ..interpreter.versions import bind, patcher
 
 patch = patcher("safe_launch")
@@ -183,35 +184,22 @@ def _masked(mask, ok):
     return TensorHandle(safe, mask.dtype)
 
 
-def _guarded_op(pointer: str):
-    """A masked load/store/atomic whose lanes outside every argument's storage are masked off."""
+class _Guard:
+    """Lanes of a memory op (interpreter.memory_events) outside every argument's storage do not touch memory:
+    masked off, or for atomic_cas (no mask) pointed at a scratch word."""
 
-    def make(original):
-        def op(*args, **kwargs):
-            call = bind(original, args, kwargs)
-            ptrs = call.arguments[pointer]
-            call.arguments["mask"] = _masked(call.arguments["mask"], GUARD.safe(ptrs.data, _elsize(ptrs)))
-            return original(*call.args, **call.kwargs)
+    @staticmethod
+    def before(access: memory_events.Access) -> None:
+        from triton.runtime.interpreter import TensorHandle
 
-        return op
-
-    return make
-
-
-def _guarded_cas(original):
-    from triton.runtime.interpreter import TensorHandle
-
-    def create_atomic_cas(*args, **kwargs):
-        call = bind(original, args, kwargs)
-        ptr = call.arguments["ptr"]
-        ok = GUARD.safe(ptr.data, _elsize(ptr))
-        if ok is not None and not ok.all():
-            data = np.where(ok, ptr.data, np.uint64(GUARD.scratch_address())).astype(ptr.data.dtype)
+        ptrs = access.ptrs
+        ok = GUARD.safe(ptrs.data, _elsize(ptrs))
+        if access.op != "create_atomic_cas":
+            access.mask = _masked(access.mask, ok)
+        elif ok is not None and not ok.all():
+            data = np.where(ok, ptrs.data, np.uint64(GUARD.scratch_address())).astype(ptrs.data.dtype)
             GUARD.blocked_lanes += int((~ok).sum())
-            call.arguments["ptr"] = TensorHandle(data, ptr.dtype)
-        return original(*call.args, **call.kwargs)
-
-    return create_atomic_cas
+            access.call.arguments["ptr"] = TensorHandle(data, ptrs.dtype)
 
 
 def install() -> None:
@@ -220,8 +208,4 @@ def install() -> None:
 
     patch(interpreter.GridExecutor, "_init_args_hst", _guarded_args)
     patch(interpreter.GridExecutor, "_restore_args_dev", _restored_args)
-    builder = interpreter.interpreter_builder
-    patch(builder, "create_masked_load", _guarded_op("ptrs"))
-    patch(builder, "create_masked_store", _guarded_op("ptrs"))
-    patch(builder, "create_atomic_rmw", _guarded_op("ptr"))
-    patch(builder, "create_atomic_cas", _guarded_cas)
+    memory_events.listen("safe_launch", _Guard())

@@ -1,9 +1,10 @@
 """Trace every kernel launch of this process through the interpreter's own hooks; reduce it to a LaunchMap.
 
 Runs in the child process (tdebug.viz.trace_child), with TRITON_INTERPRET=1 set before Triton was
-imported, after tdebug.interpreter.patches.install() and safe_launch.install(). Its wrappers of the
-builder's memory ops (the ones the sanitizer wraps) go on top of safe_launch's, so they record each
-access with the kernel's own mask before the guard masks off lanes outside every argument. Every launch
+imported, after tdebug.interpreter.patches.install() and safe_launch.install(). It listens to the
+builder's memory ops (interpreter.memory_events, the events the sanitizer checks) outside safe_launch's
+guard, so it records each access with the kernel's own mask before the guard masks off lanes outside
+every argument. Every launch
 goes through InterpretedFunction.run, so catalogue kernels, autotuned kernels (after tdebug's autotune
 pinning picked a config) and kernels of arbitrary scripts are traced alike, with no change to their
 source, on every Triton tdebug supports. triton-viz (which imports with Triton 3.6 and 3.7 only) is
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import grid_loop, program_axis
+from ..interpreter import grid_loop, memory_events, program_axis
 from ..interpreter.versions import bind, patcher
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
@@ -89,17 +90,13 @@ class LaunchTrace:
 CURRENT: LaunchTrace | None = None
 
 
-def _recorded(kind: str, pointer: str, masked: bool = True):
-    def make(original):
-        def op(*args, **kwargs):
-            if CURRENT is not None:
-                call = bind(original, args, kwargs)
-                CURRENT.record(kind, call.arguments[pointer], call.arguments["mask"] if masked else None)
-            return original(*args, **kwargs)
+class _Recorder:
+    """Each memory op of the launch traced (interpreter.memory_events), with the mask the kernel gave it."""
 
-        return op
-
-    return make
+    @staticmethod
+    def before(access: memory_events.Access) -> None:
+        if CURRENT is not None:
+            CURRENT.record(access.kind, access.ptrs, access.mask)
 
 
 def _named_args(original):
@@ -136,10 +133,7 @@ def install(session: TraceSession) -> None:
     SESSION = session
     builder = interpreter.interpreter_builder
     patch(interpreter.GridExecutor, "_init_args_hst", _named_args)
-    patch(builder, "create_masked_load", _recorded("load", "ptrs"))
-    patch(builder, "create_masked_store", _recorded("store", "ptrs"))
-    patch(builder, "create_atomic_rmw", _recorded("atomic", "ptr"))
-    patch(builder, "create_atomic_cas", _recorded("atomic", "ptr", masked=False))
+    memory_events.listen("trace", _Recorder())
     grid_loop.register(_Checkpoints())
     program_axis.PER_LANE[0] = False  # its records are one program's accesses at a time
     serve = _viz_server_run() if session.keep_for_server else None

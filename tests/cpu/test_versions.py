@@ -42,14 +42,19 @@ def test_every_internal_tdebug_patches_fits_the_running_triton():
 def test_the_layers_on_every_internal_do_not_depend_on_the_order_the_parts_were_installed_in():
     """Every part installed in the opposite order (the batched engine's layer first, the interpreter's last)
     gives the same stack on every internal as the usual order: versions.LAYERS decides, not install order."""
-    usual, reversed_ = _install_all()["layers"], _install_all("reversed")["layers"]
+    first, second = _install_all(), _install_all("reversed")
+    usual, reversed_ = first["layers"], second["layers"]
     assert usual == reversed_
+    # The checks listen to the one wrapper of the memory ops (memory_events), outermost first, in LAYERS' order.
+    assert first["listening"] == second["listening"]
+    assert first["listening"]["create_masked_store"] == ["trace", "sanitizer", "nan", "stores", "safe_launch"]
+    assert first["listening"]["create_atomic_cas"] == ["trace", "locks", "sanitizer", "safe_launch"]
+    assert first["listening"]["create_masked_load"] == ["trace", "sanitizer", "safe_launch"]
     assert usual["GridExecutor.__call__"] == ["grid_loop", "launch_record", "device_tables", "lean", "stores", "nan",
                                               "sanitizer", "limits", "repro", "follow", "launch_clock",
                                               "serialise"]
     assert usual["InterpreterBuilder.create_masked_store"] == ["memory_guard", "batch_memory", "overflow",
-                                                               "safe_launch", "stores", "nan", "sanitizer", "trace",
-                                                               "program_axis"]
+                                                               "memory_events", "program_axis"]
     for name, layers in usual.items():
         assert layers, f"{name}: replaced since tdebug patched it"
         assert [versions.LAYERS.index(x) for x in layers] == sorted(versions.LAYERS.index(x) for x in layers), name
