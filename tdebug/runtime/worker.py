@@ -339,7 +339,8 @@ def run_spec_job(job: Job, channel: Channel, target, sanitizer, lint: Callable[[
 
 class _LaunchEvents(list):
     """STATE.launches while a script runs: tells the parent when the first Triton launch starts, so that
-    a crash after it is told as a launch's crash, and one before it is not."""
+    a crash after it is told as a launch's crash, and one before it is not; and how many autotune configs of
+    that launch survive pruning (a sweep may start the other configs' runs then)."""
 
     def __init__(self, channel: Channel) -> None:
         super().__init__()
@@ -347,7 +348,8 @@ class _LaunchEvents(list):
 
     def append(self, record) -> None:
         if not self:
-            self.channel.send("launch", kernel=getattr(record, "kernel", ""))
+            self.channel.send("launch", kernel=getattr(record, "kernel", ""),
+                              survivors=len(getattr(record, "survivors", None) or ()))
         super().append(record)
 
 

@@ -11,8 +11,9 @@ programs.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..report import Finding
@@ -97,45 +98,15 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
     the children's output instead of showing it (the GPU's interpreter pass, beside compute-sanitizer)."""
     replay = ReplayedStdin()  # every run reads the same standard input
     try:
-        first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture,
-                        stdin=replay.stdin())
-        if first.fatal or job.config is not None:
-            _label(first, job)
-            return first
-        results = [first]
-        runs = runs_needed(first)
-        name = Path(job.target).name
-        ranks = list(range(1, runs))
-        workers = _parallel_runs(len(ranks)) if capture and replay.kind != "file" else 1
-        def announce(rank: int) -> None:
-            if progress is not None:
-                progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
-                         f"{rank_label(first, rank)})")
-
-        # On the CPU, one worker forks a process per run: torch, Triton and tdebug imported once. (The GPU's
-        # pass, capture=True, keeps a fresh process per run: a CUDA context does not survive a fork.)
-        if ranks and not capture and forks_runs():
-            forked = tuple(ranks)
-
-            def on_event(kind: str, data: dict) -> None:
-                if kind == "start":
-                    announce(forked[data["index"]])
-
-            results.append(run_job(job.but(sweep_ranks=forked), mode="interpret", timeout=timeout,
-                                   capture=capture, on_event=on_event, stdin=replay.stdin()))
-            ranks = []
-        if workers > 1:  # the GPU's interpreter pass: the other configs' runs at once (independent children)
-            stdins = [replay.stdin() for _ in ranks]
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results += list(pool.map(
-                    lambda rank, stdin: run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout,
-                                                capture=capture, stdin=stdin), ranks, stdins))
-        for rank in ranks if workers == 1 else ():
-            announce(rank)
-            results.append(run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout, capture=capture,
-                                   stdin=replay.stdin()))
+        if capture and _parallel_runs(2) > 1 and job.config is None and replay.kind != "file":
+            first, results = _parallel_sweep(job, timeout, capture, replay)
+        else:
+            first, results = _one_after_another(job, timeout, progress, capture, replay)
     finally:
         replay.close()
+    if len(results) == 1 and (first.fatal or job.config is not None):
+        _label(first, job)
+        return first
     combined = JobResult(kernel=first.kernel)
     failed = next((r for r in results if r.fatal), None)
     if failed is not None:  # a later config's run could not be done: never "clean" for what it did not check
@@ -148,6 +119,75 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
             combined.labels.append(case.label)
     combined.notes = grid_notes(results)
     return combined
+
+
+def _one_after_another(job: Job, timeout: float | None, progress: Callable[[str], None] | None, capture: bool,
+                       replay: ReplayedStdin) -> tuple[JobResult, list[JobResult]]:
+    """The first run, then the other configs' runs: forked from one worker on the CPU, else one at a time."""
+    first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture,
+                    stdin=replay.stdin())
+    if first.fatal or job.config is not None:
+        return first, [first]
+    results = [first]
+    runs = runs_needed(first)
+    name = Path(job.target).name
+    ranks = list(range(1, runs))
+
+    def announce(rank: int) -> None:
+        if progress is not None:
+            progress(f"tdebug sanitize: {name}: run {rank + 1} of {runs} (one per surviving autotune config: "
+                     f"{rank_label(first, rank)})")
+
+    # On the CPU, one worker forks a process per run: torch, Triton and tdebug imported once. (The GPU's pass,
+    # capture=True, keeps a fresh process per run: a CUDA context does not survive a fork.)
+    if ranks and not capture and forks_runs():
+        forked = tuple(ranks)
+
+        def on_event(kind: str, data: dict) -> None:
+            if kind == "start":
+                announce(forked[data["index"]])
+
+        results.append(run_job(job.but(sweep_ranks=forked), mode="interpret", timeout=timeout, capture=capture,
+                               on_event=on_event, stdin=replay.stdin()))
+        ranks = []
+    for rank in ranks:
+        announce(rank)
+        results.append(run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout, capture=capture,
+                               stdin=replay.stdin()))
+    return first, results
+
+
+def _parallel_sweep(job: Job, timeout: float | None, capture: bool,
+                    replay: ReplayedStdin) -> tuple[JobResult, list[JobResult]]:
+    """The GPU's interpreter pass on a machine with cores to spare: the other configs' runs go at once, in
+    independent children, and start as soon as the first run's first launch says how many of its configs
+    survive pruning (its start-up and that of the others overlap); ranks a later kernel of the first run needs
+    beyond those start when it ends. Results come in rank order whatever order the runs ended in."""
+    started: dict[int, Future] = {}
+    lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=_parallel_runs(64)) as pool:
+        def start(ranks: range) -> None:
+            with lock:
+                for rank in ranks:
+                    if rank not in started:
+                        stdin = replay.stdin()
+                        started[rank] = pool.submit(run_job, job.but(config_rank=rank), mode="interpret",
+                                                    timeout=timeout, capture=capture, stdin=stdin)
+
+        def on_event(kind: str, data: dict) -> None:
+            if kind == "launch" and data.get("survivors", 0) > 1:
+                start(range(1, data["survivors"]))
+
+        first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture,
+                        on_event=on_event, stdin=replay.stdin())
+        if not first.fatal:
+            start(range(1, runs_needed(first)))
+        with lock:
+            ranks = sorted(started)
+        others = [started[rank].result() for rank in ranks]  # every child ends before we go on
+    if first.fatal:  # the first run could not be done: the verdict is its own, whatever the others found
+        return first, [first]
+    return first, [first, *others]
 
 
 def _label(result: JobResult, job: Job) -> None:

@@ -57,3 +57,44 @@ def test_a_run_that_hangs_is_ended_and_the_next_config_still_runs(tmp_path):
     statuses = [status for status, _, _ in _cases(report)]
     assert code == 1 and statuses[2] == "hang" and statuses[3] == "pass", (statuses, out)
     assert "BLOCK=256" in out, out
+
+
+def test_the_gpu_pass_starts_the_other_configs_when_the_first_launch_says_how_many(monkeypatch):
+    """The GPU's interpreter pass (capture=True) on a machine with cores to spare runs the other configs' runs at
+    once, started as soon as the first run's first launch tells how many configs survive: they overlap the first
+    run, and come out as the runs one after another do."""
+    from tdebug.runtime.job import Job, SanitizeOptions
+    from tdebug.sanitize import sweep
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    job = Job(target=str(SCRIPT), kind="script", sanitize=SanitizeOptions())
+    spans: dict[int, list[float]] = {}
+    real_run_job = sweep.run_job
+
+    def timed(j, **kwargs):
+        import time
+
+        began = time.monotonic()
+        try:
+            return real_run_job(j, **kwargs)
+        finally:
+            spans[j.config_rank] = [began, time.monotonic()]
+
+    monkeypatch.setattr(sweep, "run_job", timed)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 1)  # a small machine: one run after another
+    one_by_one = sweep.sanitize_script(job, timeout=120, capture=True)
+    assert sorted(spans) == [0, 1, 2, 3] and all(spans[r][0] >= spans[r - 1][1] for r in (1, 2, 3)), spans
+    spans.clear()
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 16)  # four runs at once
+    at_once = sweep.sanitize_script(job, timeout=120, capture=True)
+    assert sorted(spans) == [0, 1, 2, 3]
+    assert all(spans[r][0] < spans[0][1] for r in (1, 2, 3)), spans  # started while the first still ran
+
+    def cases(result):
+        return [(c.status, c.label, sorted((f.check, f.kernel, f.line, f.count) for f in c.findings))
+                for c in result.cases]
+
+    assert cases(at_once) == cases(one_by_one)
+    assert [c.status for c in at_once.cases] == ["fail", "pass", "pass", "pass"], cases(at_once)
+    assert not at_once.fatal and [f.message for f in at_once.notes] == [f.message for f in one_by_one.notes]
