@@ -11,7 +11,6 @@ programs.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -80,10 +79,10 @@ def grid_notes(results: list[JobResult]) -> list[Finding]:
     return notes
 
 
-def _parallel_runs(runs: int) -> int:
+def _parallel_runs() -> int:
     """How many autotune configs' runs may go at once: a quarter of the cores (each run is a Python process
     beside compute-sanitizer's), one on a small machine (a CPU-only CI box runs them one after another)."""
-    return max(1, min(runs, (os.cpu_count() or 1) // 4))
+    return max(1, (os.cpu_count() or 1) // 4)
 
 
 def forks_runs() -> bool:
@@ -98,12 +97,13 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
     the children's output instead of showing it (the GPU's interpreter pass, beside compute-sanitizer)."""
     replay = ReplayedStdin()  # every run reads the same standard input
     try:
-        if capture and _parallel_runs(2) > 1 and job.config is None and replay.kind != "file":
-            first, results = _parallel_sweep(job, timeout, capture, replay)
+        if capture and _parallel_runs() > 1 and job.config is None and replay.kind != "file":
+            results = _parallel_sweep(job, timeout, replay)
         else:
-            first, results = _one_after_another(job, timeout, progress, capture, replay)
+            results = _one_after_another(job, timeout, progress, capture, replay)
     finally:
         replay.close()
+    first = results[0]
     if len(results) == 1 and (first.fatal or job.config is not None):
         _label(first, job)
         return first
@@ -122,13 +122,13 @@ def sanitize_script(job: Job, timeout: float | None = 120.0,
 
 
 def _one_after_another(job: Job, timeout: float | None, progress: Callable[[str], None] | None, capture: bool,
-                       replay: ReplayedStdin) -> tuple[JobResult, list[JobResult]]:
+                       replay: ReplayedStdin) -> list[JobResult]:
     """The first run, then the other configs' runs: forked from one worker on the CPU, else one at a time."""
     first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture,
                     stdin=replay.stdin())
-    if first.fatal or job.config is not None:
-        return first, [first]
     results = [first]
+    if first.fatal or job.config is not None:
+        return results
     runs = runs_needed(first)
     name = Path(job.target).name
     ranks = list(range(1, runs))
@@ -154,40 +154,34 @@ def _one_after_another(job: Job, timeout: float | None, progress: Callable[[str]
         announce(rank)
         results.append(run_job(job.but(config_rank=rank), mode="interpret", timeout=timeout, capture=capture,
                                stdin=replay.stdin()))
-    return first, results
+    return results
 
 
-def _parallel_sweep(job: Job, timeout: float | None, capture: bool,
-                    replay: ReplayedStdin) -> tuple[JobResult, list[JobResult]]:
+def _parallel_sweep(job: Job, timeout: float | None, replay: ReplayedStdin) -> list[JobResult]:
     """The GPU's interpreter pass on a machine with cores to spare: the other configs' runs go at once, in
     independent children, and start as soon as the first run's first launch says how many of its configs
     survive pruning (its start-up and that of the others overlap); ranks a later kernel of the first run needs
     beyond those start when it ends. Results come in rank order whatever order the runs ended in."""
-    started: dict[int, Future] = {}
-    lock = threading.Lock()
-    with ThreadPoolExecutor(max_workers=_parallel_runs(64)) as pool:
+    started: dict[int, Future] = {}  # run_job calls on_event in this thread: no lock
+    with ThreadPoolExecutor(max_workers=_parallel_runs()) as pool:
         def start(ranks: range) -> None:
-            with lock:
-                for rank in ranks:
-                    if rank not in started:
-                        stdin = replay.stdin()
-                        started[rank] = pool.submit(run_job, job.but(config_rank=rank), mode="interpret",
-                                                    timeout=timeout, capture=capture, stdin=stdin)
+            for rank in ranks:
+                if rank not in started:
+                    started[rank] = pool.submit(run_job, job.but(config_rank=rank), mode="interpret",
+                                                timeout=timeout, capture=True, stdin=replay.stdin())
 
         def on_event(kind: str, data: dict) -> None:
             if kind == "launch" and data.get("survivors", 0) > 1:
                 start(range(1, data["survivors"]))
 
-        first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=capture,
+        first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=True,
                         on_event=on_event, stdin=replay.stdin())
         if not first.fatal:
             start(range(1, runs_needed(first)))
-        with lock:
-            ranks = sorted(started)
-        others = [started[rank].result() for rank in ranks]  # every child ends before we go on
+        others = [started[rank].result() for rank in sorted(started)]  # every child ends before we go on
     if first.fatal:  # the first run could not be done: the verdict is its own, whatever the others found
-        return first, [first]
-    return first, [first, *others]
+        return [first]
+    return [first, *others]
 
 
 def _label(result: JobResult, job: Job) -> None:
