@@ -23,13 +23,24 @@ def library_dirs() -> tuple[str, ...]:
     return _LIBRARY_DIRS
 
 
+# id(code) -> (code, is it the user's): each code object's file read once (a store walks the stack up to three
+# times). Keyed by id, as hashing a code object hashes its bytecode; the entry keeps the code alive (its id unique).
+_IS_USER: dict[int, tuple] = {}
+
+
 def user_frame(start=None):
     """The innermost frame that is user code (a kernel line), skipping Triton, numpy, torch, tdebug."""
     frame = start or sys._getframe(1)
-    libs = library_dirs()
+    known = _IS_USER
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(libs) and not filename.startswith("<"):
+        code = frame.f_code
+        entry = known.get(id(code))
+        if entry is None or entry[0] is not code:
+            if len(known) > 50000:  # code made at run time (exec'd, dataclasses): keep the table bounded
+                known.clear()
+            filename = code.co_filename
+            entry = known[id(code)] = (code, not filename.startswith(library_dirs()) and not filename.startswith("<"))
+        if entry[1]:
             return frame
         frame = frame.f_back
     return None

@@ -140,8 +140,21 @@ def _in_range(self, lhs, rhs, binary_op) -> bool:
     # Lanes pair up as Triton's elementwise ops pair them: same shape, a scalar, or a program axis in front.
     if not (a.shape == b.shape or a.size == 1 or b.size == 1 or a.shape[1:] == b.shape or b.shape[1:] == a.shape):
         return False
-    out = ufunc(a.astype(np.int64), b.astype(np.int64))
     low, high = _LIMITS[sca.int_bitwidth]
+    if a.size == 1 or b.size == 1:  # `row * stride`, `offs + k`: with one side fixed the op is monotonic in the
+        # other, so its extremes come from the other's two extremes (Python ints: nothing wraps on the way)
+        if a.size == 0 or b.size == 0:
+            return True
+        x, y = (int(a.reshape(-1)[0]), b) if a.size == 1 else (int(b.reshape(-1)[0]), a)
+        ends = (int(y.min()), int(y.max())) if y.size > 1 else (int(y.reshape(-1)[0]),)
+        if name == "add":
+            values = [x + v for v in ends]
+        elif name == "mul":
+            values = [x * v for v in ends]
+        else:  # sub: a - b
+            values = [x - v for v in ends] if a.size == 1 else [v - x for v in ends]
+        return low <= min(values) and max(values) <= high
+    out = ufunc(a.astype(np.int64), b.astype(np.int64))
     return bool(((out <= high) & (out >= low)).all())
 
 

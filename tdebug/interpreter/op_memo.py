@@ -402,14 +402,22 @@ def _memoised(member, semantic):
         if MEMO.recording is not None:  # a builtin inside a recorded one: its builder calls are the outer's
             return member(*args, _semantic=semantic, **kwargs)
         ops = _Operands()
+        handles, tensors, seen = ops.handles, ops.tensors, ops.seen
         parts: list = [member]
         scalars: list = []  # where the Python int/float operands of an operator sit in parts
         values: list = []  # and their values
         try:
             for value in args:
                 if type(value) is tensor_class and type(value.handle) is handle_class and \
-                        "pointer" not in value.type.name:  # the common operand, without _encode's other tests
-                    parts.append(ops.add(value))
+                        "pointer" not in value.type.name:  # the common operand: _Operands.add, inlined
+                    handle = value.handle
+                    slot = seen.get(id(handle))
+                    if slot is None:
+                        slot = seen[id(handle)] = len(handles)
+                        handles.append(handle)
+                    tensors.append(value)
+                    ty = value.type
+                    parts.append((slot, ty.__class__, ty.name))
                 else:
                     if operator and (type(value) is int or type(value) is float):
                         scalars.append(len(parts))

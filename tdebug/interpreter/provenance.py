@@ -25,25 +25,37 @@ def origin(handle) -> int | None:
 
 def inherit(out, inputs) -> None:
     """Give `out` (a pointer handle, or a tuple of them) the tag its pointer inputs agree on."""
-    tags = set()
+    tag = None
     for v in inputs:
         if isinstance(v, (list, tuple)):
-            tags.update(getattr(x, TAG) for x in v if hasattr(x, TAG))
-        elif hasattr(v, TAG):
-            tags.add(getattr(v, TAG))
-    if len(tags) != 1:
+            found = [getattr(x, TAG) for x in v if hasattr(x, TAG)]
+        else:
+            one = getattr(v, TAG, None)
+            if one is None:
+                continue
+            found = (one,)
+        for t in found:
+            if tag is None:
+                tag = t
+            elif t != tag:
+                return  # pointers into different tensors: no provenance
+    if tag is None:
         return
-    tag = tags.pop()
     for o in out if isinstance(out, tuple) else (out,):
-        if o is not None and hasattr(o, "dtype") and getattr(o.dtype, "is_ptr", lambda: False)():
+        dtype = getattr(o, "dtype", None)
+        if dtype is not None and getattr(dtype, "is_ptr", _no)():
             setattr(o, TAG, tag)
+
+
+def _no() -> bool:
+    return False
 
 
 def _passes_on(original):
     def op(*args, **kwargs):
         out = original(*args, **kwargs)
         if out is not None:
-            inherit(out, args + tuple(kwargs.values()))
+            inherit(out, args + tuple(kwargs.values()) if kwargs else args)
         return out
 
     return op

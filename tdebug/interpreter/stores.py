@@ -64,6 +64,27 @@ class StoreRecord:
 
 
 @dataclass
+class ProgramStore:
+    """One store op of one program under the serial engine, kept as its addresses and mask (the op's own arrays):
+    read as StoreRecords (program_records) only when a launch's records are, which most launches' never are."""
+
+    pid: tuple[int, int, int]
+    file: str
+    line: int
+    ranges: list[tuple[int, int]]  # the launch's storages
+    elsize: int
+    addresses: np.ndarray
+    mask: np.ndarray | None
+    hit: int
+    atomic: bool
+    lanes: int  # active lanes
+
+    def records(self) -> list[StoreRecord]:
+        return program_records(self.pid, self.file, self.line, self.ranges, self.addresses, self.mask, self.elsize,
+                               self.hit, self.atomic)
+
+
+@dataclass
 class BatchStores:
     """One store op of a batch under the batched engine: the addresses and mask of all its programs, kept as
     they are; LaunchStores.records reads them as the serial engine's records (program_records per program)."""
@@ -110,7 +131,7 @@ class LaunchStores:
     kernel: str
     grid: tuple[int, int, int] = (1, 1, 1)
     storages: dict[int, StorageInfo] = field(default_factory=dict)
-    raw: list[StoreRecord | BatchStores] = field(default_factory=list)  # in the order the stores ran
+    raw: list[StoreRecord | ProgramStore | BatchStores] = field(default_factory=list)  # in the order the stores ran
     # The kernel's integer scalars at each program's first store: one program's, or (batched engine) one value
     # per program of a batch for the programs `indices` of `pids`.
     raw_scalars: list[tuple] = field(default_factory=list)
@@ -129,6 +150,10 @@ class LaunchStores:
                 r = self.raw[i]
                 if isinstance(r, StoreRecord):
                     out.append(r)
+                    i += 1
+                    continue
+                if isinstance(r, ProgramStore):
+                    out.extend(r.records())
                     i += 1
                     continue
                 j = i
@@ -177,7 +202,7 @@ class LaunchStores:
 
 
 def _lanes(raw: list) -> int:
-    return sum(r.lanes if isinstance(r, BatchStores) else r.offsets.size for r in raw)
+    return sum(r.offsets.size if isinstance(r, StoreRecord) else r.lanes for r in raw)
 
 
 class StoreRecorder:
@@ -300,10 +325,16 @@ class StoreRecorder:
                        addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
         key = (pid, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1  # counted with every lane masked off too
-        if mask is not None and not np.any(mask):
-            return
+        addresses = np.asarray(addresses)
+        if mask is not None:
+            mask = np.asarray(mask)
+            lanes = int(np.count_nonzero(mask)) * (addresses.size // max(mask.size, 1))
+            if not lanes:
+                return
+        else:
+            lanes = addresses.size
         launch.changed()
-        launch.raw.extend(program_records(pid, file, line, self._ranges, addresses, mask, elsize, hit, atomic))
+        launch.raw.append(ProgramStore(pid, file, line, self._ranges, elsize, addresses, mask, hit, atomic, lanes))
         if pid not in self._scalar_pids and scalars is not None:
             self._scalar_pids.add(pid)
             launch.raw_scalars.append((pid, scalars()))

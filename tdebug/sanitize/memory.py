@@ -26,6 +26,8 @@ from .locks import LockOrder
 from .written import marks_by_element
 
 MAX_EXAMPLES = 4
+_NONE = np.empty(0, dtype=np.intp)  # no lane left unresolved (shared: never written)
+_NONE.flags.writeable = False
 PENDING_LANES = 1 << 23  # a launch's batched reads kept aside lane by lane (12 bytes each), at most
 
 
@@ -321,7 +323,7 @@ class LaunchChecker:
         how = how or kind
         self.resolved = None
         if has_mask:
-            active = np.broadcast_to(mask, ptrs.shape).reshape(-1)
+            active = (mask if mask.shape == ptrs.shape else np.broadcast_to(mask, ptrs.shape)).reshape(-1)
             count = int(np.count_nonzero(active))
             if count == 0:
                 return None
@@ -405,10 +407,12 @@ class LaunchChecker:
                 offs = offs[idx]
                 whole = False
                 unresolved = ~inside if unresolved is None else unresolved & ~inside
-            if whole and s.member_any is None:  # a batched load or store may use these elements (batch_memory)
+            # A batched load or store may use these elements (batch_memory); a serial one never does.
+            resolve = whole and s.member_any is None and isinstance(linear_pid, np.ndarray)
+            if resolve:
                 aligned = s.elsize == 1 or not int(np.bitwise_or.reduce(offs)) & (s.elsize - 1)
             elems = np.right_shift(offs, np.uint64(s.shift), out=offs).view(np.int64)  # offs is ours: in place
-            if whole and s.member_any is None:
+            if resolve:
                 self.resolved = (s, aligned, elems, None)
             lane_pids = linear_pid if whole or not isinstance(linear_pid, np.ndarray) else linear_pid[sel]
             if s.member_any is not None:
@@ -435,6 +439,8 @@ class LaunchChecker:
                     lane_pids = _lanes_of(linear_pid, sel)
             if elems.size:
                 self._shadow_update(kind, s, elems, pid, lane_pids, where)
+            if whole:
+                return _NONE
             if unresolved is not None and not unresolved.any():
                 break
         if unresolved is None:
