@@ -7,6 +7,7 @@ patterns let the interpreter sanitizer tell uninitialised memory (a torch.empty 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import weakref
 from collections.abc import Iterator
 
@@ -58,6 +59,34 @@ def poison_mask(t: torch.Tensor) -> torch.Tensor:
         return torch.zeros(t.shape, dtype=torch.bool, device=t.device)
     bits, pattern = bv
     return bits == pattern
+
+
+_NUMPY_INT = {torch.int8: np.int8, torch.uint8: np.uint8, torch.int16: np.int16, torch.int32: np.int32,
+              torch.int64: np.int64}
+
+
+def storage_poison_mask(t: torch.Tensor) -> np.ndarray:
+    """poison_mask of every element of t's storage (as t's dtype), read for a CPU tensor with numpy at the
+    storage's address: no torch op (under the sanitizer each torch op passes its write tracker, torch.empty the
+    poisoner)."""
+    storage, dtype = t.untyped_storage(), t.dtype
+    if t.device.type != "cpu":
+        return poison_mask(torch.empty(0, dtype=dtype, device=t.device).set_(storage)).cpu().numpy()
+    if dtype in _FLOAT_BITS:
+        int_dtype, pattern = _FLOAT_BITS[dtype]
+        bits = np.iinfo(_NUMPY_INT[int_dtype]).bits
+        if pattern >= 2 ** (bits - 1):
+            pattern -= 2 ** bits
+    elif dtype in _INT_BITS:
+        int_dtype, pattern = dtype, _INT_BITS[dtype]
+    else:
+        return np.zeros(storage.nbytes() // dtype.itemsize, dtype=bool)
+    np_dtype = np.dtype(_NUMPY_INT[int_dtype])
+    count = storage.nbytes() // np_dtype.itemsize
+    if not count:
+        return np.zeros(0, dtype=bool)
+    memory = (ctypes.c_uint8 * (count * np_dtype.itemsize)).from_address(storage.data_ptr())
+    return np.frombuffer(memory, dtype=np_dtype) == pattern
 
 
 class Allocations:

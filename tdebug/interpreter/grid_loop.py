@@ -227,6 +227,16 @@ def _why_serial(executor_obj, grid: tuple[int, int, int]) -> str | None:
     return prescan.serial_only(executor_obj.fn)
 
 
+_ARGSPECS: dict[int, tuple] = {}  # id(kernel function) -> (it, its argspec): read once, not at every launch
+
+
+def _argspec(fn) -> inspect.FullArgSpec:
+    found = _ARGSPECS.get(id(fn))
+    if found is None or found[0] is not fn:
+        found = _ARGSPECS[id(fn)] = (fn, inspect.getfullargspec(fn))
+    return found[1]
+
+
 def _call(original):
     def __call__(self, *args_dev, **kwargs):
         """GridExecutor.__call__ with the grid loop run by the batched engine where it can; the serial engine
@@ -239,7 +249,7 @@ def _call(original):
                 why = "TDEBUG_EXECUTOR=serial" if executor() == "serial" else FORCE_SERIAL[0]
                 _say(f"{self.fn.__name__}: serial engine ({why})")
             return original(self, *args_dev, **kwargs)
-        argspec = inspect.getfullargspec(self.fn)
+        argspec = _argspec(self.fn)
         kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
         args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
         for hook in self.pre_run_hooks:

@@ -1,6 +1,7 @@
-"""Two memoisations in Triton's per-op interpreter path, with unchanged results: the language is patched once
-per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv and user
-helpers), and `_get_np_dtype` answers from a table instead of building a 19-entry dict on each call.
+"""Three memoisations in Triton's per-op and per-launch interpreter path, with unchanged results: the language is
+patched once per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv
+and user helpers), the builtins it patches are listed once rather than with inspect.getmembers at every launch,
+and `_get_np_dtype` answers from a table instead of building a 19-entry dict on each call.
 
 Why the first is exact: Triton's `_patch_lang(fn)` swaps the builtins of the `tl` modules that fn's module
 can see for interpreted versions, and a device-function call (`InterpretedFunction.__call__`) runs it again
@@ -13,6 +14,7 @@ run as before. tdebug's alias patch (aliases.py) wraps `_patch_lang` inside this
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +77,30 @@ def _once_per_launch(original):
     return _patch_lang
 
 
+def _builtins_listed_once(original):
+    """Triton's `_patch_builtin(pkg, builder, scope)` lists pkg's members with inspect.getmembers (every
+    attribute of tl, tl.tensor, tl.math: sorted, classes walked through their MRO) at every launch and hands each
+    builtin to `_patch_attr`. The builtins are the same objects launch after launch: kept per pkg and handed
+    over again while every one is still pkg's attribute and pkg has gained or lost none (else listed anew, as
+    Triton lists them)."""
+    from triton.language import core
+    from triton.runtime import interpreter
+
+    listed: dict[int, tuple[Any, int, list[tuple[str, Any]]]] = {}  # id(pkg) -> (pkg, attributes, builtins)
+
+    def _patch_builtin(pkg, builder, scope):
+        entry = listed.get(id(pkg))
+        size = len(vars(pkg))
+        if entry is None or entry[0] is not pkg or entry[1] != size or \
+                any(getattr(pkg, name, None) is not member for name, member in entry[2]):
+            members = [(name, member) for name, member in inspect.getmembers(pkg) if core.is_builtin(member)]
+            entry = listed[id(pkg)] = (pkg, size, members)
+        for name, member in entry[2]:
+            interpreter._patch_attr(pkg, name, member, builder, scope)
+
+    return _patch_builtin
+
+
 def _memo_np_dtype(original):
     table: dict[tuple[type, str], Any] = {}
 
@@ -97,6 +123,7 @@ def install() -> None:
     from triton.runtime import interpreter
 
     patch(interpreter, "_get_np_dtype", _memo_np_dtype)
+    patch(interpreter, "_patch_builtin", _builtins_listed_once)
     patch(interpreter.GridExecutor, "__call__", _open_launch)
     patch(interpreter.InterpretedFunction, "__call__", _mark_device_call)
     patch(interpreter, "_patch_lang", _once_per_launch)

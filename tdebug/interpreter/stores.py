@@ -139,6 +139,7 @@ class LaunchStores:
     _scalars: dict | None = field(default=None, repr=False)
     # More than MAX_LANES lanes stored: the records were let go and no more are kept (no localisation into it)
     dropped: bool = False
+    kept_lanes: int = 0  # its lanes when it ended (StoreRecorder's count of what all launches keep)
 
     @property
     def records(self) -> list[StoreRecord]:
@@ -217,11 +218,13 @@ class StoreRecorder:
         self._scalar_pids: set[tuple[int, int, int]] = set()  # programs (serial engine) whose scalars are kept
         self._frame_scalars: tuple = (None, {})  # (op, _integer_scalars) for the op a batch runs per program
         self._kept = 0  # lanes the current launch's records hold
+        self._total = 0  # lanes the ended launches' records held when they ended
 
     def clear(self) -> None:
         """Forget every launch (a new case begins): launches are numbered from 1 again."""
         self.launches = []
         self.count = 0
+        self._total = 0
 
     def begin_launch(self, kernel: str, named: list[tuple[str, object, object]]) -> None:
         """named: (parameter, the caller's argument, the interpreter's host copy) per argument."""
@@ -272,10 +275,14 @@ class StoreRecorder:
             self._current.grid = tuple(int(g) for g in grid)
 
     def end_launch(self) -> None:
-        self._current = None
-        total = sum(launch.lanes for launch in self.launches)
-        while len(self.launches) > 1 and total > self.max_lanes:
-            total -= self.launches.pop(0).lanes
+        """Keep the launches' records within max_lanes, dropping the oldest (counted once each: a process may
+        run thousands of launches)."""
+        launch, self._current = self._current, None
+        if launch is not None:
+            launch.kept_lanes = launch.lanes
+            self._total += launch.kept_lanes
+        while len(self.launches) > 1 and self._total > self.max_lanes:
+            self._total -= self.launches.pop(0).kept_lanes
 
     def before(self, access: memory_events.Access) -> None:
         """A store or atomic_rmw about to run (memory_events): its lanes under the mask the checks left it."""

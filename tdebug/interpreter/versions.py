@@ -166,6 +166,7 @@ _TABLE = [
     # (create_int_to_ptr: a create_* member), spin locks (atomic_cas / atomic_rmw, listed above).
     Internal("triton.runtime.interpreter", "_patch_lang", ("fn",)),
     Internal("triton.runtime.interpreter", "_patch_attr", ("obj", "name", "member", "builder", "scope")),  # op_memo
+    Internal("triton.runtime.interpreter", "_patch_builtin", ("pkg", "builder", "scope")),  # lean: listed once
     Internal("BlockPointerHandle", "materialize_pointers", ("self", "boundary_check"), until=(3, 8)),
     Internal("TensorDescHandle", "materialize_pointers", ("self",)),
     Internal("ReduceOps", "*"),

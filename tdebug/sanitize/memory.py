@@ -13,6 +13,7 @@ read or written by another, without atomics, is a race whatever order the interp
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -20,7 +21,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from ..catalogue.poison import poison_mask
+from ..catalogue.poison import storage_poison_mask
 from ..report import Finding
 from .locks import LockOrder
 from .written import marks_by_element
@@ -123,9 +124,10 @@ class Shadow:
 
     def array(self, dtype: np.dtype) -> np.ndarray:
         """The storage's memory as a numpy array of `dtype` (its element size): no copy."""
-        if self._bytes is None:
-            memory = self.views[0].tensor.untyped_storage()
-            self._bytes = torch.empty(0, dtype=torch.uint8).set_(memory).numpy()
+        if self._bytes is None:  # numpy over the storage's address: no torch op (under tdebug's torch hooks, a
+            # torch.empty and a set_ through the write tracker cost more than the launch's own loads)
+            self._bytes = np.frombuffer((ctypes.c_uint8 * self.nbytes).from_address(self.ptr), dtype=np.uint8) \
+                if self.nbytes else np.empty(0, dtype=np.uint8)
         return self._bytes.view(dtype)
 
     def table(self, name: str) -> np.ndarray:
@@ -165,8 +167,7 @@ class Shadow:
             marked = int.from_bytes(b"\x01" * first.elsize, "little")
         if first.was_empty:
             # Unwritten: no kernel or torch op marked it, and it still holds the poison (written.py).
-            flat = torch.empty(0, dtype=first.tensor.dtype).set_(first.tensor.untyped_storage())
-            init = ~poison_mask(flat).numpy()
+            init = ~storage_poison_mask(first.tensor)
             maybe_cold = not init.all()
             if written is not None and maybe_cold:
                 init[: written.shape[0]] |= (marks == marked) if marks is not None else written.all(axis=1)

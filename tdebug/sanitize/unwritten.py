@@ -23,7 +23,7 @@ from ..report import Finding
 from .live import PointerReach
 from .locks import LockOrder
 from .memory import MAX_EXAMPLES, ArgView, LaunchChecker, Shadow
-from .written import unwritten_mask
+from .written import storage_unwritten, unwritten_mask
 
 PROBES_PER_AXIS = 64  # virtual programs tried along one grid axis
 MISSES_BEFORE_STOP = 2  # consecutive virtual programs that add no evidence end an axis
@@ -80,8 +80,7 @@ def unwritten_elements(shadows: list[Shadow]) -> dict[int, np.ndarray]:
     for s in shadows:
         if not s.stored or not any(v.was_empty for v in s.views):
             continue
-        flat = torch.empty(0, dtype=s.views[0].tensor.dtype).set_(s.views[0].tensor.untyped_storage())
-        cold = unwritten_mask(flat, s.views[0].home_ptr).numpy()
+        cold = storage_unwritten(s.views[0].tensor, s.views[0].home_ptr)
         if cold.any():
             out[s.ptr] = cold
     return out

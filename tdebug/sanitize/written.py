@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..catalogue.poison import ALLOCATIONS, poison_mask
+from ..catalogue.poison import ALLOCATIONS, poison_mask, storage_poison_mask
 from ..report import Finding
 
 MAX_EXAMPLES = 4
@@ -52,6 +52,18 @@ def unwritten_mask(t: torch.Tensor, storage_ptr: int | None = None) -> torch.Ten
         return cold
     written = torch.from_numpy(rows.all(axis=1))
     return cold & ~written[element_index(t)]
+
+
+def storage_unwritten(t: torch.Tensor, storage_ptr: int) -> np.ndarray:
+    """unwritten_mask of every element of t's storage (as t's dtype), without a torch op on a CPU tensor.
+    storage_ptr: the allocation's key (the caller's storage when t is a host copy of it)."""
+    cold = storage_poison_mask(t)
+    if not cold.any():
+        return cold
+    rows = marks_by_element(storage_ptr, t.element_size())
+    if rows is None:
+        return cold
+    return cold & ~rows[: cold.size].all(axis=1)
 
 
 def _mark(t: torch.Tensor) -> None:
