@@ -247,6 +247,21 @@ def spin_lock():
     return timer, [partial, locks, counts], max_err(partial, ref), 1e-3, rows, 1
 
 
+def small_launches():
+    """A test suite's shape: many launches of a few programs each (200 vector adds of 4 programs, a fresh
+    torch.empty output each, as kernels' wrappers make them): the cost per launch, not per program."""
+    from kernels.add import add
+
+    launches, n = (10, 4000) if QUICK else (200, 4000)
+    x, y = randn(n), randn(n)
+    outs = []
+    with Timer() as timer:
+        for _ in range(launches):
+            outs.append(add(x, y, BLOCK_SIZE=1024))
+    ref = x.double() + y.double()
+    return timer, outs[-1:], max(max_err(o, ref) for o in outs), 1e-6, triton.cdiv(n, 1024), f"1 ({launches} launches)"
+
+
 def first_launch_imports() -> None:
     """What Triton imports at a process's first launch, imported now (outside every timer, in every mode)."""
     import importlib.util
@@ -257,7 +272,7 @@ def first_launch_imports() -> None:
 
 WORKLOADS: dict[str, Callable] = {f.__name__: f for f in (
     matmul, softmax, rms_norm_fwd, rms_norm_bwd, attention_causal, matmul_splitk, spin_lock, matmul_bf16,
-    rms_norm_bf16)}
+    rms_norm_bf16, small_launches)}
 
 
 def main() -> int:

@@ -80,15 +80,20 @@ def _once_per_launch(original):
 def _builtins_listed_once(original):
     """Triton's `_patch_builtin(pkg, builder, scope)` lists pkg's members with inspect.getmembers (every
     attribute of tl, tl.tensor, tl.math: sorted, classes walked through their MRO) at every launch and hands each
-    builtin to `_patch_attr`. The builtins are the same objects launch after launch: kept per pkg and handed
-    over again while every one is still pkg's attribute and pkg has gained or lost none (else listed anew, as
-    Triton lists them)."""
+    builtin to `_patch_attr`. The builtins are the same objects launch after launch: listed at a launch's own
+    patching, while pkg holds Triton's originals, and handed over again at later launches' while every one is
+    still pkg's attribute and pkg has gained or lost none (else listed anew). Any other call (a device function's
+    module patched inside a launch, pkg patched already in this scope, a call outside a launch) sees swapped
+    attributes, or may: Triton's own listing runs."""
     from triton.language import core
     from triton.runtime import interpreter
 
     listed: dict[int, tuple[Any, int, list[tuple[str, Any]]]] = {}  # id(pkg) -> (pkg, attributes, builtins)
 
     def _patch_builtin(pkg, builder, scope):
+        launch = _STATE.launch
+        if launch is None or launch.patched or any(obj is pkg for obj, _, _ in scope._changes):
+            return original(pkg, builder, scope)
         entry = listed.get(id(pkg))
         size = len(vars(pkg))
         if entry is None or entry[0] is not pkg or entry[1] != size or \
