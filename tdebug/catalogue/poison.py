@@ -32,15 +32,24 @@ _INT_BITS = {
 }
 
 
-def _bits_view(t: torch.Tensor) -> tuple[torch.Tensor, int] | None:
-    if t.dtype in _FLOAT_BITS:
-        int_dtype, pattern = _FLOAT_BITS[t.dtype]
+def _pattern(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
+    """The integer dtype to read `dtype`'s bits as, and the poison pattern as a value of it (None: no poison)."""
+    if dtype in _FLOAT_BITS:
+        int_dtype, pattern = _FLOAT_BITS[dtype]
         if pattern >= 2 ** (torch.iinfo(int_dtype).bits - 1):
             pattern -= 2 ** torch.iinfo(int_dtype).bits
-        return t.view(int_dtype), pattern
-    if t.dtype in _INT_BITS:
-        return t, _INT_BITS[t.dtype]
+        return int_dtype, pattern
+    if dtype in _INT_BITS:
+        return dtype, _INT_BITS[dtype]
     return None
+
+
+def _bits_view(t: torch.Tensor) -> tuple[torch.Tensor, int] | None:
+    found = _pattern(t.dtype)
+    if found is None:
+        return None
+    int_dtype, pattern = found
+    return (t.view(int_dtype) if int_dtype != t.dtype else t), pattern
 
 
 def poison_(t: torch.Tensor) -> torch.Tensor:
@@ -65,6 +74,13 @@ _NUMPY_INT = {torch.int8: np.int8, torch.uint8: np.uint8, torch.int16: np.int16,
               torch.int64: np.int64}
 
 
+def storage_bytes(ptr: int, nbytes: int) -> np.ndarray:
+    """A CPU storage's memory as numpy bytes at its address (no copy, no torch op; the caller keeps it alive)."""
+    if not nbytes:
+        return np.empty(0, dtype=np.uint8)
+    return np.frombuffer((ctypes.c_uint8 * nbytes).from_address(ptr), dtype=np.uint8)
+
+
 def storage_poison_mask(t: torch.Tensor) -> np.ndarray:
     """poison_mask of every element of t's storage (as t's dtype), read for a CPU tensor with numpy at the
     storage's address: no torch op (under the sanitizer each torch op passes its write tracker, torch.empty the
@@ -72,21 +88,13 @@ def storage_poison_mask(t: torch.Tensor) -> np.ndarray:
     storage, dtype = t.untyped_storage(), t.dtype
     if t.device.type != "cpu":
         return poison_mask(torch.empty(0, dtype=dtype, device=t.device).set_(storage)).cpu().numpy()
-    if dtype in _FLOAT_BITS:
-        int_dtype, pattern = _FLOAT_BITS[dtype]
-        bits = np.iinfo(_NUMPY_INT[int_dtype]).bits
-        if pattern >= 2 ** (bits - 1):
-            pattern -= 2 ** bits
-    elif dtype in _INT_BITS:
-        int_dtype, pattern = dtype, _INT_BITS[dtype]
-    else:
+    found = _pattern(dtype)
+    if found is None:
         return np.zeros(storage.nbytes() // dtype.itemsize, dtype=bool)
+    int_dtype, pattern = found
     np_dtype = np.dtype(_NUMPY_INT[int_dtype])
     count = storage.nbytes() // np_dtype.itemsize
-    if not count:
-        return np.zeros(0, dtype=bool)
-    memory = (ctypes.c_uint8 * (count * np_dtype.itemsize)).from_address(storage.data_ptr())
-    return np.frombuffer(memory, dtype=np_dtype) == pattern
+    return storage_bytes(storage.data_ptr(), count * np_dtype.itemsize).view(np_dtype) == pattern
 
 
 class Allocations:

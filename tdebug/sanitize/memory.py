@@ -13,7 +13,6 @@ read or written by another, without atomics, is a race whatever order the interp
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -21,7 +20,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from ..catalogue.poison import storage_poison_mask
+from ..catalogue.poison import storage_bytes, storage_poison_mask
 from ..report import Finding
 from .locks import LockOrder
 from .written import marks_by_element
@@ -126,8 +125,7 @@ class Shadow:
         """The storage's memory as a numpy array of `dtype` (its element size): no copy."""
         if self._bytes is None:  # numpy over the storage's address: no torch op (under tdebug's torch hooks, a
             # torch.empty and a set_ through the write tracker cost more than the launch's own loads)
-            self._bytes = np.frombuffer((ctypes.c_uint8 * self.nbytes).from_address(self.ptr), dtype=np.uint8) \
-                if self.nbytes else np.empty(0, dtype=np.uint8)
+            self._bytes = storage_bytes(self.ptr, self.nbytes)
         return self._bytes.view(dtype)
 
     def table(self, name: str) -> np.ndarray:
