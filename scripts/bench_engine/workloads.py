@@ -262,6 +262,29 @@ def small_launches():
     return timer, outs[-1:], max(max_err(o, ref) for o in outs), 1e-6, triton.cdiv(n, 1024), f"1 ({launches} launches)"
 
 
+@triton.jit
+def _scaled_rows(x_ptr, y_ptr, n_cols, stride_x, stride_y, scale, BLOCK: tl.constexpr):
+    """y = scale * x, a row per program, the row in BLOCK-wide steps with a masked tail."""
+    row = tl.program_id(0).to(tl.int64)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
+        tl.store(y_ptr + row * stride_y + cols, x * scale, mask=mask)
+
+
+def row_stream():
+    """A large element-wise pass in the style of Liger-Kernel's losses over a vocabulary (a row per program, a
+    wide row in 8192-wide steps, a masked tail, a fresh torch.empty output): the cost per element of a batched
+    load and store with every check, not per op."""
+    rows, cols = (16, 3000) if QUICK else (512, 32000)
+    x = randn(rows, cols)
+    y = torch.empty_like(x)
+    with Timer() as timer:
+        _scaled_rows[(rows,)](x, y, cols, x.stride(0), y.stride(0), -0.5, BLOCK=8192)
+    return timer, [y], max_err(y, x.double() * -0.5), 0.0, rows, triton.cdiv(cols, 8192)
+
+
 def first_launch_imports() -> None:
     """What Triton imports at a process's first launch, imported now (outside every timer, in every mode)."""
     import importlib.util
@@ -272,7 +295,7 @@ def first_launch_imports() -> None:
 
 WORKLOADS: dict[str, Callable] = {f.__name__: f for f in (
     matmul, softmax, rms_norm_fwd, rms_norm_bwd, attention_causal, matmul_splitk, spin_lock, matmul_bf16,
-    rms_norm_bf16, small_launches)}
+    rms_norm_bf16, small_launches, row_stream)}
 
 
 def main() -> int:

@@ -35,6 +35,30 @@ class Resolved:
 
 LAST: list[Resolved | None] = [None]
 
+_SPAN: list = [None, (0, 0)]  # the element indices saved() last measured, and their (lowest, highest)
+
+
+def forget_span() -> None:
+    """Drop saved()'s kept measure (at each new access: no index array outlives its access here)."""
+    _SPAN[:] = [None, (0, 0)]
+
+
+def saved(array: np.ndarray, elements: np.ndarray) -> tuple:
+    """What undoes `array[elements] = ...`: (array, index, old values). Where the elements are dense (their span at
+    most twice their number, as a row block's are) the index is the slice over their span: one copy of contiguous
+    memory instead of a gather. An access's elements are written into several tables (and memory): their span is
+    measured once."""
+    if not elements.size:
+        return (array, elements, array[elements])
+    if elements is _SPAN[0]:
+        lo, hi = _SPAN[1]
+    else:
+        lo, hi = int(elements.min()), int(elements.max())
+        _SPAN[:] = [elements, (lo, hi)]
+    if lo >= 0 and hi - lo + 1 <= 2 * elements.size:
+        return (array, slice(lo, hi + 1), array[lo:hi + 1].copy())
+    return (array, elements, array[elements])
+
 
 class MemoryUndo:
     """What one batch's stores and atomics overwrote in the launch's storages, to put back if it is undone."""
@@ -47,7 +71,7 @@ class MemoryUndo:
     def save(self, memory: np.ndarray, elements: np.ndarray) -> None:
         """Before a resolved store writes memory[elements]."""
         if not self.whole:
-            self.entries.append((memory, elements, memory[elements]))
+            self.entries.append(saved(memory, elements))
 
     def take(self) -> None:
         """Before any other write (Triton's own store, an atomic): a copy of every storage."""
@@ -61,7 +85,7 @@ class MemoryUndo:
                 for s, c in zip(self.storages, old):
                     s.copy_(c)
             else:
-                memory[elements] = old
+                memory[elements] = old  # elements: an index array or a slice (saved())
         self.entries = []
         self.whole = False
 

@@ -309,7 +309,10 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict):
             return v
         v = _lift(v, rank) if getattr(v, MARK, False) else v
         out = copy.copy(v)
-        out.data = np.require(np.broadcast_to(v.data, shape), requirements=["C", "W"])
+        data = v.data
+        if data.shape != shape or not (data.flags.c_contiguous and data.flags.writeable):
+            data = np.require(np.broadcast_to(data, shape), requirements=["C", "W"])
+        out.data = data  # already the batch's shape (a tile's pointers, its mask): as it is, no copy
         for key, value in _side_arrays(v):
             setattr(out, key, np.ascontiguousarray(np.broadcast_to(value, shape)))
         return mark(out)

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import storage_bytes, storage_poison_mask
+from ..interpreter.batch_memory import forget_span, saved
 from ..report import Finding
 from .locks import LockOrder
 from .written import marks_by_element
@@ -243,8 +244,17 @@ class Issue:
 
 
 def _ascending(elems: np.ndarray) -> bool:
-    """No element twice, in increasing order (each program's lanes of a batched access its own row block)."""
-    return elems.size < 2 or bool((elems[1:] > elems[:-1]).all())
+    """No element twice, in increasing order (each program's lanes of a batched access its own row block).
+    The last answer is kept for its array (a store asks twice of the same elements; LaunchChecker.access forgets
+    it at each access, so no array outlives its access here)."""
+    if elems is _ASCENDING[0]:
+        return _ASCENDING[1]
+    answer = elems.size < 2 or bool((elems[1:] > elems[:-1]).all())
+    _ASCENDING[:] = [elems, answer]
+    return answer
+
+
+_ASCENDING: list = [None, False]  # the array _ascending last answered for, and its answer
 
 
 def _lanes_of(linear_pid, sel: np.ndarray):
@@ -321,6 +331,8 @@ class LaunchChecker:
         has_mask = mask is not None
         how = how or kind
         self.resolved = None
+        _ASCENDING[:] = [None, False]
+        forget_span()
         if has_mask:
             active = (mask if mask.shape == ptrs.shape else np.broadcast_to(mask, ptrs.shape)).reshape(-1)
             count = int(np.count_nonzero(active))
@@ -343,9 +355,14 @@ class LaunchChecker:
             self._pid_of = pid_of
             self._programs = np.asarray(linear_pid).reshape(-1) if np.ndim(linear_pid) and \
                 np.shape(linear_pid)[0] == ptrs.shape[0] and np.size(linear_pid) == ptrs.shape[0] else None
-            linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)
-            if lanes is not None:
-                linear_pid = linear_pid[lanes]
+            if self._programs is not None:  # a program per row of lanes: each repeated over its active lanes
+                rows = self._programs.size
+                linear_pid = np.repeat(self._programs, flat_ptrs.size // rows if lanes is None else
+                                       np.count_nonzero(active.reshape(rows, -1), axis=1))
+            else:
+                linear_pid = np.broadcast_to(linear_pid, ptrs.shape).reshape(-1)
+                if lanes is not None:
+                    linear_pid = linear_pid[lanes]
         bad = np.zeros(n, dtype=bool)
         self._marked_bad = False
         access = (kind, how, pid, linear_pid, where, has_mask)
@@ -392,7 +409,7 @@ class LaunchChecker:
         unresolved = None
         for s in shadows:
             # Unsigned offsets: an address below the storage wraps around to a huge one.
-            offs = sub.astype(np.uint64, copy=False) - np.uint64(s.ptr)
+            offs = (sub.view(np.uint64) if sub.dtype == np.int64 else sub.astype(np.uint64)) - np.uint64(s.ptr)
             if int(offs.max()) < s.nbytes:  # every lane inside (one pass)
                 sel = todo  # None: every lane of addrs
                 whole = todo is None
@@ -678,8 +695,10 @@ class LaunchChecker:
             if array is None:
                 self.undo.append((s, name, None))  # made in this batch: rolled back to none
                 self._made.add((id(s), name))
+            elif before is not None:
+                self.undo.append((array, elems, before))
             else:
-                self.undo.append((array, elems, array[elems] if before is None else before))
+                self.undo.append(saved(array, elems))
         s.table(name)[elems] = value
 
     def checkpoint(self) -> tuple:
@@ -703,6 +722,8 @@ class LaunchChecker:
     # -- order through locks (locks.py): an access ordered before this program's is no race -------------
     def _unordered(self, s: Shadow, role: str, elems: np.ndarray, pids: np.ndarray, linear_pid: int) -> np.ndarray:
         """Per element: its last `role` access was by another program and is not ordered before this one."""
+        if not pids.size or int(pids.max()) < 0:  # no element accessed yet in this role (a fresh output)
+            return np.zeros(pids.size, dtype=bool)
         other = (pids >= 0) & (pids != linear_pid)
         if self.order is not None and self.order.active and other.any():
             other &= ~self.order.ordered(s, role, elems, pids)
