@@ -5,7 +5,7 @@ The innermost wrappers of create_masked_load / create_masked_store use that reso
 the op's pointer and mask arrays; otherwise (no listener, a lane out of bounds, several storages, an unaligned
 or retyped pointer) Triton's own op runs. And the undo of a batch's writes (MemoryUndo): the old values of
 the elements a resolved store overwrites, or, before any other store or atomic, a copy of every storage of the
-launch."""
+launch. And the addresses those ops read (create_addptr) made with one new array instead of three."""
 
 from __future__ import annotations
 
@@ -162,6 +162,34 @@ def _store(original):
     return create_masked_store
 
 
+def _addptr(original):
+    """Triton's `ptr + element_bytes * offset.astype(uint64)` (three new arrays: a batch's tile of addresses is
+    made three times) with one new array: an int64 offset is read as uint64 in place of a converted copy, and
+    the product and the sum go into it. Bit for bit Triton's result (uint64 arithmetic wraps alike); any other
+    operand (a pointer array not of uint64, an offset that is not an array or has no axis) goes to Triton's own."""
+    from triton.runtime.interpreter import TensorHandle
+
+    def create_addptr(ptr, offset):
+        base, off = ptr.data, offset.data
+        if not isinstance(off, np.ndarray) or not off.ndim or not isinstance(base, np.ndarray) \
+                or base.dtype != np.uint64:
+            return original(ptr, offset)
+        width = np.uint64(max(1, ptr.get_element_ty().primitive_bitwidth // 8))
+        if off.dtype.itemsize == 8 and off.dtype.kind in "iu" and width != 1:
+            out = np.multiply(off.view(np.uint64), width)
+        else:
+            out = off.astype(np.uint64)
+            if width != 1:
+                np.multiply(out, width, out=out)
+        if np.broadcast_shapes(out.shape, base.shape) == out.shape:
+            np.add(out, base, out=out)
+        else:
+            out = base + out
+        return TensorHandle(out, ptr.dtype)
+
+    return create_addptr
+
+
 def _atomic(original):
     def op(*args, **kwargs):
         undo = _undo()
@@ -179,5 +207,6 @@ def install() -> None:
     builder = interpreter.interpreter_builder
     patch(builder, "create_masked_load", _load)
     patch(builder, "create_masked_store", _store)
+    patch(builder, "create_addptr", _addptr)
     for name in ("create_atomic_rmw", "create_atomic_cas"):
         patch(builder, name, _atomic)

@@ -1,9 +1,13 @@
-"""tdebug.interpreter.batch_memory's undo of a batch: whatever the writes (dense row blocks kept as a slice of
-their span, scattered elements as a gather, overlapping, repeated), restoring puts every element back."""
+"""tdebug.interpreter.batch_memory: the undo of a batch (whatever the writes: dense row blocks kept as a slice of
+their span, scattered elements as a gather, overlapping, repeated, restoring puts every element back), and its
+address arithmetic (bit for bit Triton's create_addptr on every offset dtype, element width and shape)."""
+
+import os
 
 import numpy as np
+import pytest
 
-from tdebug.interpreter.batch_memory import MemoryUndo, forget_span, saved
+from tdebug.interpreter.batch_memory import MemoryUndo, _addptr, forget_span, saved
 
 
 def _writes(rng: np.random.Generator, n: int) -> list[np.ndarray]:
@@ -57,3 +61,39 @@ def test_a_dense_block_is_kept_as_its_span():
     forget_span()
     array, index, old = saved(table, np.array([3, 90], dtype=np.int64))  # span 88 for 2 elements: a gather
     assert isinstance(index, np.ndarray) and old.tolist() == [3, 90]
+
+
+def test_addresses_are_triton_s_bit_for_bit():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    pytest.importorskip("triton")
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+
+    builder = InterpreterBuilder()
+    triton_s = builder.create_addptr  # Triton's own (a fresh builder: no patch of tdebug's on it)
+    ours = _addptr(triton_s)
+    rng = np.random.default_rng()
+    offset_types = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64, np.bool_]
+    element_types = [tl.int1, tl.int8, tl.float16, tl.bfloat16, tl.float32, tl.int64, tl.float64]
+    shapes = [((), ()), ((), (7,)), ((7,), (7,)), ((4, 1), (4, 16)), ((4, 16), (4, 16)), ((4, 16), (16,)),
+              ((1, 16), (4, 1))]
+    for _ in range(400):
+        ptr_shape, off_shape = shapes[rng.integers(len(shapes))]
+        off_type = offset_types[rng.integers(len(offset_types))]
+        info = np.iinfo(off_type) if off_type is not np.bool_ else None
+        if info is None:
+            offsets = rng.integers(0, 2, size=off_shape).astype(np.bool_)
+        else:  # across the whole range: negative offsets wrap in uint64 as in Triton
+            offsets = rng.integers(info.min, info.max, size=off_shape, dtype=off_type, endpoint=True)
+        if rng.integers(3) == 0 and offsets.ndim == 2:
+            offsets = offsets.T.copy().T  # a non-contiguous offset array
+        base = rng.integers(0, 2**63, size=ptr_shape, dtype=np.uint64)
+        kind = element_types[rng.integers(len(element_types))]
+        ptr = TensorHandle(np.array(base), tl.pointer_type(kind))
+        off = TensorHandle(np.array(offsets), tl.int64)
+        want, got = triton_s(ptr, off), ours(ptr, off)
+        assert got.data.dtype == want.data.dtype == np.uint64
+        assert got.data.shape == want.data.shape
+        assert np.array_equal(got.data, want.data), (ptr_shape, off_shape, off_type, kind)
+        assert got.dtype is want.dtype
+        assert np.array_equal(off.data, offsets) and np.array_equal(ptr.data, base)  # operands left as they were
