@@ -53,10 +53,13 @@ def near_ties(s: np.ndarray, dtype_name: str) -> np.ndarray:
     exact sum and its fp64 rounding, so rounding the fp64 value once more gives the exact sum's rounding."""
     low_bits, smallest_normal = ROUNDING_BITS[dtype_name]
     bits = s.view(np.uint64)
-    halfway = (bits & np.uint64((1 << low_bits) - 1)) == np.uint64(1 << (low_bits - 1))
+    field = np.bitwise_and(bits, np.uint64((1 << low_bits) - 1))  # one scratch array, reused below
+    halfway = field == np.uint64(1 << (low_bits - 1))
     # Exponent field in [1, smallest_normal): unsigned, so 0 (zeros, fp64 subnormals) wraps out of range.
-    small = ((bits & EXPONENT) - np.uint64(1 << 52)) < np.uint64((smallest_normal - 1) << 52)
-    return np.flatnonzero(halfway | small)
+    np.bitwise_and(bits, EXPONENT, out=field)
+    np.subtract(field, np.uint64(1 << 52), out=field)
+    halfway |= field < np.uint64((smallest_normal - 1) << 52)
+    return np.flatnonzero(halfway)
 
 
 def fused(a, b, c, product_sign: float, addend_sign: float, dtype_name: str) -> np.ndarray:
