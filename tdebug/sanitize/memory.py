@@ -245,8 +245,8 @@ class Issue:
 
 def _ascending(elems: np.ndarray) -> bool:
     """No element twice, in increasing order (each program's lanes of a batched access its own row block).
-    The last answer is kept for its array (a store asks twice of the same elements; LaunchChecker.access forgets
-    it at each access, so no array outlives its access here)."""
+    The last answer is kept for its array (a batched load asks twice: to keep its reads aside, then to write them
+    when it cannot; LaunchChecker.access forgets it at each access, so no array outlives its access here)."""
     if elems is _ASCENDING[0]:
         return _ASCENDING[1]
     answer = elems.size < 2 or bool((elems[1:] > elems[:-1]).all())
