@@ -244,17 +244,8 @@ class Issue:
 
 
 def _ascending(elems: np.ndarray) -> bool:
-    """No element twice, in increasing order (each program's lanes of a batched access its own row block).
-    The last answer is kept for its array (a batched load asks twice: to keep its reads aside, then to write them
-    when it cannot; LaunchChecker.access forgets it at each access, so no array outlives its access here)."""
-    if elems is _ASCENDING[0]:
-        return _ASCENDING[1]
-    answer = elems.size < 2 or bool((elems[1:] > elems[:-1]).all())
-    _ASCENDING[:] = [elems, answer]
-    return answer
-
-
-_ASCENDING: list = [None, False]  # the array _ascending last answered for, and its answer
+    """No element twice, in increasing order (each program's lanes of a batched access its own row block)."""
+    return elems.size < 2 or bool((elems[1:] > elems[:-1]).all())
 
 
 def _lanes_of(linear_pid, sel: np.ndarray):
@@ -331,7 +322,6 @@ class LaunchChecker:
         has_mask = mask is not None
         how = how or kind
         self.resolved = None
-        _ASCENDING[:] = [None, False]
         forget_span()
         if has_mask:
             active = (mask if mask.shape == ptrs.shape else np.broadcast_to(mask, ptrs.shape)).reshape(-1)
