@@ -105,9 +105,15 @@ class Allocations:
         self._written: dict[int, np.ndarray] = {}  # storage -> per byte: written by a kernel or a torch op
 
     def add(self, t: torch.Tensor) -> None:
-        storage = t.untyped_storage()
-        self._storages[storage.data_ptr()] = weakref.ref(t)
-        self._written.pop(storage.data_ptr(), None)  # a new allocation at a freed one's address: nothing written
+        ptr = t.untyped_storage().data_ptr()
+        self._storages[ptr] = weakref.ref(t, lambda ref, ptr=ptr: self._forget(ptr, ref))
+        self._written.pop(ptr, None)  # a new allocation at a freed one's address: nothing written
+
+    def _forget(self, ptr: int, ref: weakref.ref) -> None:
+        """The tensor torch.empty returned is gone: written() no longer reads its marks (a byte per byte of it),
+        so they go now rather than at the next allocation at its address (a newer one there keeps its own)."""
+        if self._storages.get(ptr) is ref:
+            self._written.pop(ptr, None)
 
     def written(self, storage_ptr: int) -> np.ndarray | None:
         """Per byte of a tracked allocation, whether a kernel or a torch op has written it (kept across

@@ -196,6 +196,7 @@ class BatchedLaunch:
                 continue
             for listener, token in zip(LISTENERS, tokens):
                 listener.commit(token)
+            batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
             self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST[0]))))
 
 

@@ -94,15 +94,43 @@ class BatchStores:
     line: int
     ranges: list[tuple[int, int]]  # the launch's storages
     elsize: int
-    addresses: np.ndarray  # (P,) + block
+    addresses: np.ndarray | Affine  # (P,) + block, or the same as an Affine
     mask: np.ndarray | None  # (P,) + block, or None: every lane
     hit: int  # the same for every program of a batch: they all ran the store op as often
     atomic: bool
     lanes: int  # active lanes, all programs
 
     def of_program(self, i: int) -> list[StoreRecord]:
-        return program_records(self.batch.pid(i), self.file, self.line, self.ranges, self.addresses[i],
+        a = self.addresses
+        addresses = a.of_program(i) if isinstance(a, Affine) else a[i]
+        return program_records(self.batch.pid(i), self.file, self.line, self.ranges, addresses,
                                None if self.mask is None else self.mask[i], self.elsize, self.hit, self.atomic)
+
+
+@dataclass
+class Affine:
+    """A batched store's addresses when every program's block is the first program's moved as a whole (a tile or
+    row at each program's own place, the common case): each program's first address and the block's offsets
+    from it, instead of an address per lane of every program (8 bytes a lane, kept while the records are)."""
+
+    firsts: np.ndarray  # (P,)
+    pattern: np.ndarray  # the block's shape: each lane's address minus the block's first, the same in every program
+
+    def of_program(self, i: int) -> np.ndarray:
+        return self.firsts[i] + self.pattern  # the dtype's wrap-around arithmetic: the very addresses
+
+    @staticmethod
+    def of(addresses: np.ndarray) -> Affine | None:
+        """addresses (P,) + block as an Affine, when they are one (checked on every lane, masked or not)."""
+        if addresses.ndim < 2 or addresses.shape[0] < 2 or addresses.strides[0] == 0 or \
+                addresses.dtype not in (np.uint64, np.int64):
+            return None
+        flat = addresses.reshape(addresses.shape[0], -1)
+        firsts = flat[:, 0].copy()
+        pattern = flat[0] - flat[0, 0]
+        if not np.array_equal(flat - firsts[:, None], np.broadcast_to(pattern, flat.shape)):
+            return None
+        return Affine(firsts, pattern.reshape(addresses.shape[1:]))
 
 
 def program_records(pid: tuple[int, int, int], file: str, line: int, ranges: list[tuple[int, int]],
@@ -354,7 +382,7 @@ class StoreRecorder:
         hit = self._hits[key] = self._hits.get(key, 0) + 1
         programs = batch.size
         if mask is not None:
-            mask = np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape)
+            mask = _shared_rows(np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape))
             lanes = int(np.count_nonzero(mask))
             active = mask.reshape(programs, -1).any(axis=1)
         else:
@@ -363,8 +391,8 @@ class StoreRecorder:
         if not lanes:
             return
         launch.changed()
-        launch.raw.append(BatchStores(batch, file, line, self._ranges, elsize, addresses, mask, hit,
-                                      atomic, lanes))
+        launch.raw.append(BatchStores(batch, file, line, self._ranges, elsize, Affine.of(addresses) or addresses,
+                                      mask, hit, atomic, lanes))
         if every is None:
             return
         if batch.whole is not None:  # a part of the batch (a predicated loop): the scalars are the whole's
@@ -379,6 +407,14 @@ class StoreRecorder:
             every = {k: v if np.ndim(v) == 0 else v.copy() if isinstance(v, np.ndarray) else np.array(v)
                      for k, v in every.items()}
             launch.raw_scalars.append((batch.pids, np.flatnonzero(new), every))
+
+
+def _shared_rows(mask: np.ndarray) -> np.ndarray:
+    """A batched store's mask (P,) + block as the first program's row repeated when every program's is the same
+    (a loop's tail mask): the records then keep one row, not a byte per lane of every program."""
+    if mask.ndim < 2 or mask.shape[0] < 2 or mask.strides[0] == 0 or not (mask == mask[:1]).all():
+        return mask
+    return np.broadcast_to(mask[:1].copy(), mask.shape)  # a copy: the whole mask is let go
 
 
 def kernel_frame():

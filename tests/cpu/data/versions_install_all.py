@@ -2,8 +2,10 @@
 viz guard and trace, symbolic engine where triton-viz works) and print what tdebug.interpreter.versions says about
 them, as JSON (test_versions.py). With `reversed`: the parts installed in the opposite order."""
 
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -18,6 +20,7 @@ from tdebug.viz import safe_launch, trace  # noqa: E402
 
 session = SanitizerSession()
 folder = Path(tempfile.mkdtemp(prefix="tdebug-versions-"))
+atexit.register(shutil.rmtree, folder, ignore_errors=True)  # ours: nothing of it outlives the run
 parts = [
     patches.install,
     stores.install,
