@@ -128,9 +128,14 @@ class Affine:
         flat = addresses.reshape(addresses.shape[0], -1)
         firsts = flat[:, 0].copy()
         pattern = flat[0] - flat[0, 0]
-        if not np.array_equal(flat - firsts[:, None], np.broadcast_to(pattern, flat.shape)):
-            return None
+        rows = max(1, _AFFINE_CHUNK // flat.shape[1])  # programs per pass: its temporaries stay in cache
+        for i in range(0, flat.shape[0], rows):
+            if not (flat[i:i + rows] - firsts[i:i + rows, None] == pattern).all():
+                return None
         return Affine(firsts, pattern.reshape(addresses.shape[1:]))
+
+
+_AFFINE_CHUNK = 1 << 18  # lanes checked per pass by Affine.of
 
 
 def program_records(pid: tuple[int, int, int], file: str, line: int, ranges: list[tuple[int, int]],

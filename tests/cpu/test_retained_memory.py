@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from tdebug.catalogue.poison import Allocations
+from tdebug.interpreter import stores
 from tdebug.interpreter.stores import Affine, _shared_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +47,9 @@ def _affine_case(rng: np.random.Generator, dtype) -> np.ndarray:
     return out
 
 
-def test_affine_reads_back_every_programs_addresses_and_refuses_anything_else():
+@pytest.mark.parametrize("chunk", [3, 1 << 18])  # a few programs per pass (a lane of any of them breaks it), all
+def test_affine_reads_back_every_programs_addresses_and_refuses_anything_else(monkeypatch, chunk):
+    monkeypatch.setattr(stores, "_AFFINE_CHUNK", chunk)
     rng = np.random.default_rng()
     for _ in range(300):
         dtype = np.uint64 if rng.random() < 0.5 else np.int64
