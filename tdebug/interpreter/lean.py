@@ -77,18 +77,34 @@ def _once_per_launch(original):
     return _patch_lang
 
 
+@dataclass
+class _Listing:
+    """A package's builtins as listed at a launch's patching, and what patching them set, per patching context."""
+
+    pkg: Any
+    size: int  # len(vars(pkg)) when listed
+    members: list[tuple[str, Any]]  # (name, Triton's builtin)
+    # (executor, then _patch_attr, semantic, builder by id) -> (those three, the value set per member)
+    patched: dict[tuple, tuple] = field(default_factory=dict)
+
+
 def _builtins_listed_once(original):
     """Triton's `_patch_builtin(pkg, builder, scope)` lists pkg's members with inspect.getmembers (every
     attribute of tl, tl.tensor, tl.math: sorted, classes walked through their MRO) at every launch and hands each
     builtin to `_patch_attr`. The builtins are the same objects launch after launch: listed at a launch's own
     patching, while pkg holds Triton's originals, and handed over again at later launches' while every one is
-    still pkg's attribute and pkg has gained or lost none (else listed anew). Any other call (a device function's
-    module patched inside a launch, pkg patched already in this scope, a call outside a launch) sees swapped
-    attributes, or may: Triton's own listing runs."""
+    still pkg's attribute and pkg has gained or lost none (else listed anew). What `_patch_attr` (Triton's, under
+    op_memo's) sets for a builtin depends on the builtin, the executor, the interpreter's semantic and builder
+    only: the values one launch set are set again by later launches in the same context, each recorded in the
+    scope as `_patch_attr` records it. Any other call (a device function's module patched inside a launch, pkg
+    patched already in this scope, a call outside a launch) sees swapped attributes, or may: Triton's own
+    listing runs."""
     from triton.language import core
     from triton.runtime import interpreter
 
-    listed: dict[int, tuple[Any, int, list[tuple[str, Any]]]] = {}  # id(pkg) -> (pkg, attributes, builtins)
+    from .grid_loop import executor
+
+    listed: dict[int, _Listing] = {}
 
     def _patch_builtin(pkg, builder, scope):
         launch = _STATE.launch
@@ -96,12 +112,28 @@ def _builtins_listed_once(original):
             return original(pkg, builder, scope)
         entry = listed.get(id(pkg))
         size = len(vars(pkg))
-        if entry is None or entry[0] is not pkg or entry[1] != size or \
-                any(getattr(pkg, name, None) is not member for name, member in entry[2]):
+        if entry is None or entry.pkg is not pkg or entry.size != size or \
+                any(getattr(pkg, name, None) is not member for name, member in entry.members):
             members = [(name, member) for name, member in inspect.getmembers(pkg) if core.is_builtin(member)]
-            entry = listed[id(pkg)] = (pkg, size, members)
-        for name, member in entry[2]:
+            same = entry is not None and entry.pkg is pkg and len(members) == len(entry.members) and all(
+                a == c and b is d for (a, b), (c, d) in zip(members, entry.members))
+            # pkg gained an attribute that is no builtin (a submodule imported at a first launch): values kept
+            entry = listed[id(pkg)] = _Listing(pkg, size, members, entry.patched if same else {})
+        context = (interpreter._patch_attr, interpreter.interpreter_semantic, builder)
+        key = (executor(),) + tuple(id(x) for x in context)
+        found = entry.patched.get(key)
+        if found is not None and all(a is b for a, b in zip(found[0], context)):
+            changes = scope._changes
+            for (name, member), value in zip(entry.members, found[1]):
+                changes.append((pkg, name, member))  # what scope.set_attr records: member is pkg's attribute
+                setattr(pkg, name, value)
+            return
+        start = len(scope._changes)
+        for name, member in entry.members:
             interpreter._patch_attr(pkg, name, member, builder, scope)
+        # Kept only when the pass set each builtin once, in order, over Triton's original (nothing else changed)
+        if scope._changes[start:] == [(pkg, name, member) for name, member in entry.members]:
+            entry.patched[key] = (context, [getattr(pkg, name) for name, _ in entry.members])
 
     return _patch_builtin
 

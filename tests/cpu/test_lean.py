@@ -41,24 +41,62 @@ install(Recipe(interpret=True))
 import torch
 import triton.language as tl
 from triton.language import core
+from triton.runtime import interpreter
 from kernels.softmax import softmax
-before = sorted(n for n in dir(tl.tensor) if core.is_builtin(getattr(tl.tensor, n)))
-errors = []
-for _ in range(4):  # tl.max / tl.sum: device functions of Triton's standard library, patched inside the launch
-    x = torch.randn(5, 37)
+packages = (tl, tl.tensor, tl.math)
+def builtins():
+    return [{n: getattr(p, n) for n in dir(p) if core.is_builtin(getattr(p, n))} for p in packages]
+before = builtins()
+seen = []  # per launch: what the launch's own patching (its first _patch_lang call) set through _patch_attr
+first_call = [False]
+original = interpreter._patch_lang
+def through_patch_attr(v):  # op_memo's wrapper (call) or Triton's own (<lambda>); other layers set the rest
+    return getattr(getattr(v, "__code__", None), "co_name", "") in ("call", "<lambda>")
+def _patch_lang(fn):
+    scope = original(fn)
+    if first_call[0]:
+        first_call[0] = False
+        seen.append([{n: getattr(p, n) for n in names if through_patch_attr(getattr(p, n))}
+                     for p, names in zip(packages, before)])
+    return scope
+interpreter._patch_lang = _patch_lang
+calls = []  # per launch: builtins handed to _patch_attr (none where the values of an earlier launch serve)
+original_attr = interpreter._patch_attr
+def _patch_attr(*args):
+    calls[-1] += 1
+    return original_attr(*args)
+interpreter._patch_attr = _patch_attr
+errors, restored = [], []
+for executor in ("auto", "auto", "auto", "serial", "auto"):
+    os.environ["TDEBUG_EXECUTOR"] = executor
+    first_call[0] = True
+    calls.append(0)
+    x = torch.randn(5, 37)  # tl.max / tl.sum: device functions of Triton's standard library, patched in the launch
     errors.append((softmax(x).double() - torch.softmax(x.double(), -1)).abs().max().item())
-after = sorted(n for n in dir(tl.tensor) if core.is_builtin(getattr(tl.tensor, n)))
-print(json.dumps({"errors": errors, "same_builtins": before == after and len(before) > 20}))
+    restored.append(all(a == b for a, b in zip(builtins(), before)))  # the very objects (== on functions: is)
+first = seen[0]
+def same(a, b):
+    return all(x.keys() == y.keys() and all(x[n] is y[n] for n in x) for x, y in zip(a, b))
+print(json.dumps({"errors": errors, "calls": calls, "restored": restored, "sizes": [len(b) for b in first],
+                  "same_as_first": [same(s, first) for s in seen],
+                  "kinds": [sorted({v.__code__.co_name for d in s for v in d.values()}) for s in seen]}))
 '''
 
 
 def test_builtins_listed_once_patch_every_launch_alike():
-    """lean's list of each module's builtins, made at a launch's own patching, serves every later launch: a
-    kernel calling Triton's standard library (patched inside the launch, where the builtins are swapped) runs
-    right launch after launch, and tl holds its own builtins after."""
+    """lean's list of each module's builtins, made at a launch's own patching, serves every later launch, and so
+    do the values patching set: launches in the same context set the very objects the first one did (op_memo's
+    wrappers), a launch under the serial executor sets Triton's own, and the next batched launch op_memo's again.
+    A kernel calling Triton's standard library (patched inside the launch, where the builtins are swapped) runs
+    right launch after launch, and tl holds its own builtins after each."""
     proc = subprocess.run([sys.executable, "-c", LAUNCHES], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(out["errors"]) == 4 and max(out["errors"]) < 1e-6
-    assert out["same_builtins"]
+    assert len(out["errors"]) == 5 and max(out["errors"]) < 1e-6
+    assert all(out["restored"]) and min(out["sizes"]) > 10
+    assert out["same_as_first"] == [True, True, True, False, True]
+    calls = out["calls"]
+    assert calls[0] > 100 and calls[3] > 100 and calls[1] == calls[2] == calls[4] == 0
+    kinds = out["kinds"]  # the code each builtin was swapped for: op_memo's wrapper (call); Triton's own (<lambda>)
+    assert "call" in kinds[0] and "<lambda>" not in kinds[0] and "<lambda>" in kinds[3] and "call" not in kinds[3]

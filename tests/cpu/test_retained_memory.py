@@ -50,6 +50,7 @@ def _affine_case(rng: np.random.Generator, dtype) -> np.ndarray:
 @pytest.mark.parametrize("chunk", [3, 1 << 18])  # a few programs per pass (a lane of any of them breaks it), all
 def test_affine_reads_back_every_programs_addresses_and_refuses_anything_else(monkeypatch, chunk):
     monkeypatch.setattr(stores, "_AFFINE_CHUNK", chunk)
+    monkeypatch.setattr(stores, "_COMPACT_FROM", 0)  # the small cases here: checked too
     rng = np.random.default_rng()
     for _ in range(300):
         dtype = np.uint64 if rng.random() < 0.5 else np.int64
@@ -70,9 +71,12 @@ def test_affine_reads_back_every_programs_addresses_and_refuses_anything_else(mo
     shared = np.broadcast_to(np.arange(6, dtype=np.uint64), (4, 6))  # every program at the same addresses
     assert Affine.of(one_program) is None and Affine.of(shared) is None
     assert Affine.of(np.arange(8, dtype=np.int32).reshape(2, 4)) is None  # not an address array
+    monkeypatch.setattr(stores, "_COMPACT_FROM", 1 << 14)
+    assert Affine.of(_affine_case(rng, np.uint64)) is None  # too small to be worth the check: kept as it is
 
 
-def test_a_mask_shared_by_every_program_is_kept_as_one_row_and_reads_back_the_same():
+def test_a_mask_shared_by_every_program_is_kept_as_one_row_and_reads_back_the_same(monkeypatch):
+    monkeypatch.setattr(stores, "_COMPACT_FROM", 0)
     rng = np.random.default_rng()
     row = rng.random((5, 7)) < 0.6
     same = np.repeat(row[None], 4, axis=0)
