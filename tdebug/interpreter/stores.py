@@ -122,8 +122,7 @@ class Affine:
     @staticmethod
     def of(addresses: np.ndarray) -> Affine | None:
         """addresses (P,) + block as an Affine, when they are one (checked on every lane, masked or not)."""
-        if addresses.size < _COMPACT_FROM or addresses.ndim < 2 or addresses.shape[0] < 2 or \
-                addresses.strides[0] == 0 or addresses.dtype not in (np.uint64, np.int64):
+        if not _compactable(addresses) or addresses.dtype not in (np.uint64, np.int64):
             return None
         flat = addresses.reshape(addresses.shape[0], -1)
         firsts = flat[:, 0].copy()
@@ -137,6 +136,12 @@ class Affine:
 
 _AFFINE_CHUNK = 1 << 18  # lanes checked per pass by Affine.of
 _COMPACT_FROM = 1 << 14  # lanes of a batched store below which its arrays are kept as they are (the check costs more)
+
+
+def _compactable(a: np.ndarray) -> bool:
+    """A batched store's array (P,) + block worth a compact form: big enough, of two programs or more, and not
+    one row broadcast over the programs already."""
+    return a.size >= _COMPACT_FROM and a.ndim >= 2 and a.shape[0] >= 2 and a.strides[0] != 0
 
 
 def program_records(pid: tuple[int, int, int], file: str, line: int, ranges: list[tuple[int, int]],
@@ -418,8 +423,7 @@ class StoreRecorder:
 def _shared_rows(mask: np.ndarray) -> np.ndarray:
     """A batched store's mask (P,) + block as the first program's row repeated when every program's is the same
     (a loop's tail mask): the records then keep one row, not a byte per lane of every program."""
-    if mask.size < _COMPACT_FROM or mask.ndim < 2 or mask.shape[0] < 2 or mask.strides[0] == 0 or \
-            not (mask == mask[:1]).all():
+    if not _compactable(mask) or not (mask == mask[:1]).all():
         return mask
     return np.broadcast_to(mask[:1].copy(), mask.shape)  # a copy: the whole mask is let go
 
