@@ -1,11 +1,12 @@
-"""Batched loads and stores done by numpy on elements a listener already resolved: the sanitizer's checker maps
-every active lane of a batched memory op to an element of one storage before the op runs, and Triton's
-interpreter would walk the same lanes again, one at a time in C++ (the largest single cost of a batched sanitize).
-The innermost wrappers of create_masked_load / create_masked_store use that resolution when it is for exactly
-the op's pointer and mask arrays; otherwise (no listener, a lane out of bounds, several storages, an unaligned
-or retyped pointer) Triton's own op runs. And the undo of a batch's writes (MemoryUndo): the old values of
-the elements a resolved store overwrites, or, before any other store or atomic, a copy of every storage of the
-launch. And the addresses those ops read (create_addptr) made with one new array instead of three."""
+"""Batched loads and stores done by numpy on elements a listener already resolved: the sanitizer's checker maps every
+active lane of a batched memory op to an element of one storage before the op runs, and Triton's interpreter would
+walk the same lanes again, one at a time in C++ (the largest single cost of a batched sanitize). The innermost
+wrappers of create_masked_load / create_masked_store use that resolution when it is for exactly the op's pointer and
+mask arrays (as element indices, or as Rows: every program's lanes one dense run of elements, the runs evenly
+spaced, done through strided views with no index array); otherwise (no listener, a lane out of bounds, several
+storages, an unaligned or retyped pointer) Triton's own op runs. And the undo of a batch's writes (MemoryUndo): the
+old values of the elements a resolved store overwrites, or, before any other store or atomic, a copy of every
+storage of the launch. And the addresses those ops read (create_addptr) made with one new array instead of three."""
 
 from __future__ import annotations
 
@@ -20,6 +21,32 @@ from .versions import bind, patcher
 patch = patcher("batch_memory")
 
 
+@dataclass(frozen=True)
+class Rows:
+    """A batched access whose programs each reach one dense ascending run of `n` elements, program i's run
+    starting at element `first + i * step` (step >= n: the runs are disjoint, in program order), its lanes the
+    columns [start, stop) of the program's row of the op's block (the other lanes masked off in every program)."""
+
+    first: int
+    step: int
+    n: int
+    programs: int
+    start: int
+    stop: int
+
+    def view(self, table: np.ndarray) -> np.ndarray:
+        """The access's elements of a per-element array (memory, a shadow table) as a (programs, n) view of it:
+        writes through it land in `table`."""
+        item = table.strides[0]
+        return np.lib.stride_tricks.as_strided(table[self.first:], shape=(self.programs, self.n),
+                                               strides=(self.step * item, item))
+
+    def elements(self) -> np.ndarray:
+        """The element index of every lane, program by program (int64)."""
+        starts = self.first + self.step * np.arange(self.programs, dtype=np.int64)
+        return (starts[:, None] + np.arange(self.n, dtype=np.int64)).reshape(-1)
+
+
 @dataclass
 class Resolved:
     """Every active lane of one batched memory op, as elements of one storage."""
@@ -29,11 +56,19 @@ class Resolved:
     memory: Callable[[np.dtype], np.ndarray]  # the storage's bytes as an array of a dtype (no copy)
     elsize: int
     aligned: bool  # every active lane's address is at a whole element of the storage
-    elements: np.ndarray  # per active lane, its element index (int64)
-    lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane)
+    elements: np.ndarray | Rows  # per active lane, its element index (int64); or the lanes as Rows
+    lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane; Rows: their columns)
 
 
 LAST: list[Resolved | None] = [None]
+
+
+@dataclass
+class Counts:
+    rows: int = 0  # loads and stores done through Rows views
+
+
+COUNTS = Counts()
 
 _SPAN: list = [None, (0, 0)]  # the element indices saved() last measured, and their (lowest, highest)
 
@@ -73,6 +108,11 @@ class MemoryUndo:
         if not self.whole:
             self.entries.append(saved(memory, elements))
 
+    def save_view(self, view: np.ndarray) -> None:
+        """Before a resolved store writes through `view` (Rows.view of the memory)."""
+        if not self.whole:
+            self.entries.append((view, Ellipsis, view.copy()))
+
     def take(self) -> None:
         """Before any other write (Triton's own store, an atomic): a copy of every storage."""
         if not self.whole:
@@ -85,7 +125,7 @@ class MemoryUndo:
                 for s, c in zip(self.storages, old):
                     s.copy_(c)
             else:
-                memory[elements] = old  # elements: an index array or a slice (saved())
+                memory[elements] = old  # elements: an index array, a slice (saved()) or ... (a view's every element)
         self.entries = []
         self.whole = False
 
@@ -124,8 +164,18 @@ def _load(original):
         r = _take(ptrs, mask, dtype)
         if r is None:
             return original(*args, **kwargs)
-        values = r.memory(dtype)[r.elements]
         shape = ptrs.data.shape
+        if isinstance(r.elements, Rows):
+            rows = r.elements
+            COUNTS.rows += 1
+            view = rows.view(r.memory(dtype))
+            if rows.start == 0 and rows.stop * rows.programs == int(np.prod(shape)):  # every lane active
+                return TensorHandle(np.array(view).reshape(shape), dtype_tt)
+            out = np.array(np.broadcast_to(other.data, shape), dtype=dtype) if other is not None \
+                else np.zeros(shape, dtype)
+            out.reshape(rows.programs, -1)[:, rows.start:rows.stop] = view
+            return TensorHandle(out, dtype_tt)
+        values = r.memory(dtype)[r.elements]
         if r.lanes is None:
             return TensorHandle(values.reshape(shape), dtype_tt)
         out = np.array(np.broadcast_to(other.data, shape), dtype=dtype) if other is not None \
@@ -151,8 +201,16 @@ def _store(original):
             if undo is not None:
                 undo.take()
             return original(*args, **kwargs)
-        flat = values.reshape(-1)
         memory = r.memory(values.dtype)
+        if isinstance(r.elements, Rows):
+            rows = r.elements
+            COUNTS.rows += 1
+            view = rows.view(memory)
+            if undo is not None:
+                undo.save_view(view)
+            view[...] = values.reshape(rows.programs, -1)[:, rows.start:rows.stop]
+            return None
+        flat = values.reshape(-1)
         if undo is not None:
             undo.save(memory, r.elements)
         # Lanes in the serial engine's program order: on an element stored by several, the last one stays.

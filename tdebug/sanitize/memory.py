@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import storage_bytes, storage_poison_mask
-from ..interpreter.batch_memory import forget_span, saved
+from ..interpreter.batch_memory import Rows, forget_span, saved
 from ..report import Finding
 from .locks import LockOrder
 from .written import marks_by_element
@@ -253,6 +253,27 @@ def _lanes_of(linear_pid, sel: np.ndarray):
     return linear_pid[sel] if isinstance(linear_pid, np.ndarray) else linear_pid
 
 
+_RUN_CHECK_LANES = 1 << 18  # lanes per pass of _evenly_spaced_runs (temporaries that stay in cache)
+
+
+def _evenly_spaced_runs(addrs: np.ndarray, a0: int, step: int, es: int) -> bool:
+    """Is every lane (program i, lane j) of addrs (uint64, programs x lanes) at a0 + i * step + j * es?"""
+    count, n = addrs.shape
+    pattern = np.arange(n, dtype=np.uint64) * np.uint64(es)
+    rows = max(1, _RUN_CHECK_LANES // max(1, n))
+    for r in range(0, count, rows):
+        chunk = addrs[r:r + rows]
+        firsts = np.uint64(a0) + np.uint64(step) * np.arange(r, r + chunk.shape[0], dtype=np.uint64)
+        if not (np.subtract(chunk, firsts[:, None]) == pattern).all():
+            return False
+    return True
+
+
+def _own(table: np.ndarray, programs: np.ndarray) -> bool:
+    """Every element of a (programs, run) view of a program table untouched or the row's own program's."""
+    return bool(((table == programs[:, None]) | (table < 0)).all())
+
+
 class Reach(Protocol):
     """Memory a launch reaches beyond its arguments (live.PointerReach: pointers built from integers)."""
 
@@ -263,6 +284,8 @@ class Reach(Protocol):
 
 class LaunchChecker:
     """Checks the accesses of one kernel launch."""
+
+    dense_rows = True  # batched accesses of dense rows take the strided path (_dense); False: lane by lane
 
     def __init__(self, kernel: str, views: list[ArgView], checks: frozenset[str], order: LockOrder | None = None,
                  reach: Reach | None = None) -> None:
@@ -323,6 +346,13 @@ class LaunchChecker:
         how = how or kind
         self.resolved = None
         forget_span()
+        batched = isinstance(linear_pid, np.ndarray)
+        if batched:
+            self._pid_of = pid_of
+            self._programs = np.asarray(linear_pid).reshape(-1) if np.ndim(linear_pid) and \
+                np.shape(linear_pid)[0] == ptrs.shape[0] and np.size(linear_pid) == ptrs.shape[0] else None
+            if self._programs is not None and self.dense_rows and self._dense(kind, ptrs, mask, origin):
+                return None
         if has_mask:
             active = (mask if mask.shape == ptrs.shape else np.broadcast_to(mask, ptrs.shape)).reshape(-1)
             count = int(np.count_nonzero(active))
@@ -341,10 +371,7 @@ class LaunchChecker:
         n = addrs.size
         if n == 0:
             return None
-        if isinstance(linear_pid, np.ndarray):
-            self._pid_of = pid_of
-            self._programs = np.asarray(linear_pid).reshape(-1) if np.ndim(linear_pid) and \
-                np.shape(linear_pid)[0] == ptrs.shape[0] and np.size(linear_pid) == ptrs.shape[0] else None
+        if batched:
             if self._programs is not None:  # a program per row of lanes: each repeated over its active lanes
                 rows = self._programs.size
                 linear_pid = np.repeat(self._programs, flat_ptrs.size // rows if lanes is None else
@@ -378,6 +405,128 @@ class LaunchChecker:
         safe = active.copy() if active is not None else np.ones(flat_ptrs.size, dtype=bool)
         safe[bad.nonzero()[0] if lanes is None else lanes[bad]] = False
         return safe.reshape(ptrs.shape)
+
+    # -- dense rows: every program one run of elements (a row per program), done on strided views ------------
+    def _dense(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None) -> bool:
+        """Check a batched load or store whose programs each reach one dense run of one storage's elements, the
+        runs evenly spaced and disjoint (Rows), with (programs, run) views of the shadow tables instead of
+        per-lane index arrays. Only an access that finds nothing is done here, leaving the tables as the lane
+        by lane path would; False (nothing changed): take that path."""
+        found = self._rows(kind, ptrs, mask, origin)
+        if found is None:
+            return False
+        s, rows = found
+        if not self._rows_update(kind, s, rows):
+            return False
+        self.resolved = (s, True, rows, None)
+        return True
+
+    def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
+              origin: int | None) -> tuple[Shadow, Rows] | None:
+        """The access as Rows of one storage, when it is one (checked on every active lane), else None."""
+        programs = self._programs
+        count = programs.size
+        if kind == "atomic" or count < 2 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
+                or not ptrs.flags.c_contiguous:
+            return None
+        width = ptrs.size // count
+        start, stop = 0, width
+        if mask is not None:  # the same lanes active in every program, one run of them
+            shared = np.broadcast_to(mask, ptrs.shape)
+            if shared.strides[0] == 0:
+                row = shared[0].reshape(-1)
+            elif mask.shape == ptrs.shape and mask.flags.c_contiguous:
+                every = mask.reshape(count, width)
+                row = every[0]
+                if not (every == row).all():
+                    return None
+            else:
+                return None
+            lanes = np.flatnonzero(row)
+            if not lanes.size or int(lanes[-1]) + 1 - int(lanes[0]) != lanes.size:
+                return None
+            start, stop = int(lanes[0]), int(lanes[-1]) + 1
+        n = stop - start
+        addrs = ptrs.reshape(count, width)[:, start:stop].view(np.uint64)
+        a0 = int(addrs[0, 0])
+        home = [s for s in self.shadows if s.ptr == origin] if origin is not None else []
+        s = next((s for s in home or self.shadows if 0 <= a0 - s.ptr < s.nbytes), None)
+        if s is None or s.member_any is not None:
+            return None
+        es = s.elsize
+        step = int(addrs[1, 0]) - a0
+        if (a0 - s.ptr) % es or step % es or step < n * es or int(addrs[0, -1]) - a0 != (n - 1) * es \
+                or a0 + step * (count - 1) + n * es > s.ptr + s.nbytes:
+            return None
+        if not _evenly_spaced_runs(addrs, a0, step, es):
+            return None
+        return s, Rows((a0 - s.ptr) // es, step // es, n, count, start, stop)
+
+    def _rows_update(self, kind: str, s: Shadow, rows: Rows) -> bool:
+        """The shadow update of a Rows access that finds nothing (False, nothing written: it may find something,
+        the lane by lane path decides)."""
+        checks = self.checks
+        programs = self._programs
+        race = "race" in checks and not self.one_program
+        if race and self.order is not None and self.order.active:
+            return False
+        if kind == "load":
+            if "uninit" in checks and s.maybe_cold and not rows.view(s.init).all():
+                return False
+            if race:
+                if s.stored:  # its reads go into the reader table now (_readers)
+                    return False
+                self._defer_rows(s, rows)
+            return True
+        if s.marks is None and s.written is not None:
+            return False
+        unwritten = True  # no element of the access has a writer in this launch yet
+        if race:
+            if s.atomic_by is not None:
+                return False
+            self._settle(s)  # as the lane by lane path does first: the same if it takes over
+            if s.writer is not None:
+                before = rows.view(s.writer)
+                unwritten = int(before.max()) < 0
+                if not unwritten and not _own(before, programs):
+                    return False
+            if s.reader is not None:
+                read = rows.view(s.reader)
+                if int(read.max()) >= 0:
+                    if not _own(read, programs):
+                        return False
+                    if s.multi_reader is not None and (rows.view(s.multi_reader) & (read >= 0)).any():
+                        return False
+        if self.undo is not None and not s.stored:
+            self.undo.append((s, "stored", None))
+        s.stored = True
+        if race:
+            self._write_rows(s, "writer", rows, programs[:, None], NONE if unwritten else None)
+        if s.maybe_cold:
+            self._write_rows(s, "init", rows, True)
+        if s.marks is not None:
+            self._write_rows(s, "marks", rows, s.marked)
+        return True
+
+    def _defer_rows(self, s: Shadow, rows: Rows) -> None:
+        """_defer's record of a Rows load: each program's first element and count."""
+        begin = rows.first + rows.step * np.arange(rows.programs, dtype=np.int64)
+        record = (begin, np.full(rows.programs, rows.n, dtype=np.int64), self._programs, None)
+        if self.undo is not None:
+            self.undo.append((s, "pending", s.pending))
+        s.pending = s.pending + (record,)
+
+    def _write_rows(self, s: Shadow, name: str, rows: Rows, value, was=None) -> None:
+        """_write through a Rows view: undoable while a batch runs (`was`: the one value every element held)."""
+        if self.undo is not None and (id(s), name) not in self._made:
+            array = getattr(s, name)
+            if array is None:
+                self.undo.append((s, name, None))
+                self._made.add((id(s), name))
+            else:
+                view = rows.view(array)
+                self.undo.append((view, Ellipsis, view.copy() if was is None else was))
+        rows.view(s.table(name))[...] = value
 
     def _each_program(self, found: np.ndarray, lane_pids, pid, report: Callable) -> None:
         """report(mask, pid) for the lanes in `found`: once (one program), or once per program with such lanes

@@ -51,6 +51,8 @@ class Evidence:
 class ProbeChecker(LaunchChecker):
     """Bounds-checks a virtual program's accesses and records where its masked stores would write."""
 
+    dense_rows = False  # every store goes through _shadow_update (below)
+
     def __init__(self, kernel: str, views: list[ArgView]) -> None:
         super().__init__(kernel, views, frozenset({"bounds"}), order=LockOrder(), reach=PointerReach(views))
         self.admitted: dict[int, np.ndarray] = {}

@@ -50,6 +50,15 @@ def test_scenarios_identical_under_both_engines():
     assert set(runs["scenario_read_then_spill"]["findings"]) == {"race"}
     assert runs["scenario_scalar_mask"]["error"] == "" and runs["scenario_scalar_mask"]["batched_launches"] == 1
     assert "program (5, 0, 0)" in runs["scenario_device_assert"]["error"]
+    # Rows (a dense run of elements per program): done through strided views where nothing is found, lane by
+    # lane where something may be (the same findings: the comparison above).
+    for name in ("dense_rows", "dense_rows_in_place", "dense_rows_uninitialised", "row_blocks"):
+        assert runs[f"scenario_{name}"]["rows_accesses"] >= 2, name
+    assert runs["scenario_dense_rows"]["findings"] == [] and runs["scenario_dense_rows_in_place"]["findings"] == []
+    assert runs["scenario_dense_rows_read_race"]["findings"] == ["race"]
+    assert runs["scenario_dense_rows_write_race"]["findings"] == ["race"]
+    assert "uninit" in runs["scenario_dense_rows_uninitialised"]["findings"]
+    assert runs["scenario_dense_rows_past_the_end"]["findings"] == ["bounds", "bounds"]
 
 
 def test_predicated_loops_identical_under_both_engines():

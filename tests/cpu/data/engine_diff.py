@@ -20,7 +20,7 @@ import torch  # noqa: E402
 from tdebug.catalogue.cases import plan_cases  # noqa: E402
 from tdebug.catalogue.poison import poisoned_empty  # noqa: E402
 from tdebug.catalogue.spec import load_target  # noqa: E402
-from tdebug.interpreter import grid_loop, patches, stores  # noqa: E402
+from tdebug.interpreter import batch_memory, grid_loop, patches, stores  # noqa: E402
 from tdebug.runtime.worker import judged_spec  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
 
@@ -99,11 +99,13 @@ def scenarios(path, names: list[str], session) -> int:
             continue
         a = run_scenario(getattr(module, name), seed, session, "serial")
         splits, predicated = grid_loop.STATS.splits, grid_loop.STATS.predicated_loops
+        rows = batch_memory.COUNTS.rows
         b = run_scenario(getattr(module, name), seed, session, "batched")
         report["scenarios"][name] = {"batched_launches": b["batched"], "error": b["error"],
                                      "findings": [json.loads(f)["check"] for f in b["findings"]],
                                      "splits": grid_loop.STATS.splits - splits,
-                                     "predicated_loops": grid_loop.STATS.predicated_loops - predicated}
+                                     "predicated_loops": grid_loop.STATS.predicated_loops - predicated,
+                                     "rows_accesses": batch_memory.COUNTS.rows - rows}
         for key in ("out", "findings", "error", "records"):
             if not _same(a[key], b[key]):
                 report["differences"].append({"scenario": name, "what": key, "serial": str(a[key])[:400],

@@ -442,3 +442,82 @@ def scenario_scalar_mask(seed: int):
     last_program_row_kernel[(9,)](x, y, 12, BLOCK=16)
     assert torch.equal(y, x[8]), "the last program's row"
     return y
+
+
+@triton.jit
+def dense_rows_kernel(x_ptr, y_ptr, z_ptr, n, stride, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """A row per program in BLOCK-wide steps with a masked tail: every program's lanes one dense run of elements,
+    the runs `stride` apart (the checks' strided path, batch_memory.Rows). MODE 0: y = 2x, y read back, z = x + y
+    (loads of a tensor stored to in the launch); 1: x halved in place; 2: each program also reads the next row of
+    x before writing its own (a read/write race, found at the store); 3: each program stores rows pid + 1 and then
+    pid of y (a write/write race with the next program)."""
+    row = tl.program_id(0)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n
+        x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+        if MODE == 0:
+            tl.store(y_ptr + row * stride + cols, x * 2.0, mask=mask)
+            y = tl.load(y_ptr + row * stride + cols, mask=mask, other=0.0)
+            tl.store(z_ptr + row * stride + cols, x + y, mask=mask)
+        elif MODE == 1:
+            tl.store(x_ptr + row * stride + cols, x * 0.5, mask=mask)
+        elif MODE == 2:
+            nxt = tl.load(x_ptr + (row + 1) * stride + cols, mask=mask, other=0.0)
+            tl.store(x_ptr + row * stride + cols, x + nxt, mask=mask)
+        else:
+            tl.store(y_ptr + (row + 1) * stride + cols, x, mask=mask)
+            tl.store(y_ptr + row * stride + cols, x, mask=mask)
+
+
+def _dense(seed: int, mode: int, rows: int = 150, n: int = 300, pad: int = 5, grid: int | None = None,
+           empty_x: bool = False):
+    stride = n + pad
+    x = _rand(seed, rows + 1, stride)
+    if empty_x:  # the first half of the rows written, the rest as torch.empty left it
+        x = torch.empty(rows + 1, stride)
+        x[: rows // 2] = _rand(seed, rows // 2, stride)
+    y, z = torch.empty(rows + (mode == 3), stride), torch.empty(rows, stride)
+    if pad:  # the padding columns hold data (no unwritten finding: what is checked is the rows)
+        y[:, n:], z[:, n:] = 0.0, 0.0
+    dense_rows_kernel[(grid or rows,)](x, y, z, n, stride, BLOCK=128, MODE=mode)
+    return x, y, z
+
+
+def scenario_dense_rows(seed: int):
+    return _dense(seed, 0)
+
+
+def scenario_dense_rows_in_place(seed: int):
+    return _dense(seed, 1)[0]
+
+
+def scenario_dense_rows_read_race(seed: int):
+    return _dense(seed, 2)[0]
+
+
+def scenario_dense_rows_write_race(seed: int):
+    return _dense(seed, 3)[1]
+
+
+def scenario_dense_rows_uninitialised(seed: int):
+    return _dense(seed, 0, empty_x=True)[1]
+
+
+def scenario_dense_rows_past_the_end(seed: int):
+    return _dense(seed, 1, rows=40, grid=42)[0]
+
+
+@triton.jit
+def row_blocks_kernel(x_ptr, y_ptr, ROWS: tl.constexpr, N: tl.constexpr):
+    """ROWS whole rows per program, a 2-D block: together one dense run of ROWS * N elements."""
+    pid = tl.program_id(0)
+    offs = (pid * ROWS + tl.arange(0, ROWS))[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+def scenario_row_blocks(seed: int):
+    x = _rand(seed, 96 * 4, 32)
+    y = torch.empty(96 * 4, 32)
+    row_blocks_kernel[(96,)](x, y, ROWS=4, N=32)
+    return y
