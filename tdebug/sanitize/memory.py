@@ -108,8 +108,8 @@ class Shadow:
     marked: int = 0  # a word with every byte set to True
     maybe_cold: bool = True  # False: every element held data from the start (init is all True)
     # Reads by batched loads not yet in the reader table, while no store or atomic has reached the storage in
-    # this launch (LaunchChecker._defer): per load (first elements, counts, programs, None) of its programs'
-    # dense runs, or (elements, None, each lane's program, the access's programs) as they were.
+    # this launch (LaunchChecker._defer): per load (first elements, counts, programs, None, or the load's Rows)
+    # of its programs' dense runs, or (elements, None, each lane's program, the access's programs) as they were.
     pending: tuple = ()
     _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
     _bytes: np.ndarray | None = None  # the storage's memory (array())
@@ -511,7 +511,7 @@ class LaunchChecker:
     def _defer_rows(self, s: Shadow, rows: Rows) -> None:
         """_defer's record of a Rows load: each program's first element and count."""
         begin = rows.first + rows.step * np.arange(rows.programs, dtype=np.int64)
-        record = (begin, np.full(rows.programs, rows.n, dtype=np.int64), self._programs, None)
+        record = (begin, np.full(rows.programs, rows.n, dtype=np.int64), self._programs, rows)
         if self.undo is not None:
             self.undo.append((s, "pending", s.pending))
         s.pending = s.pending + (record,)
@@ -789,16 +789,31 @@ class LaunchChecker:
             self.undo.append((s, "pending", s.pending))
         records, s.pending = s.pending, ()
         current = self._programs  # the access being checked now; _readers reads each record's own
-        for elems, counts, pids, programs in records:
-            self._programs = programs
+        for elems, counts, pids, extra in records:
+            self._programs = None if isinstance(extra, Rows) else extra
             if counts is None:  # kept as they were
                 self._pending_lanes -= elems.size
                 self._readers(s, elems, pids)
+                continue
+            if isinstance(extra, Rows) and self._readers_rows(s, extra, pids):
                 continue
             ends = np.cumsum(counts)
             lanes = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(elems - (ends - counts), counts)
             self._readers(s, lanes, np.repeat(pids, counts))
         self._programs = current
+
+    def _readers_rows(self, s: Shadow, rows: Rows, pids: np.ndarray) -> bool:
+        """_readers for the reads of a Rows load, through a view, when every element it read is unread so far or
+        read by its own row's program only (the table then as _readers leaves it); False: nothing done."""
+        was = NONE
+        if s.reader is not None:
+            before = rows.view(s.reader)
+            if int(before.max()) >= 0:
+                if not _own(before, pids):
+                    return False
+                was = None
+        self._write_rows(s, "reader", rows, pids[:, None], was)
+        return True
 
     def _same_row(self, elems: np.ndarray, lane_pids: np.ndarray) -> np.ndarray | None:
         """The elements of one program when every program of this batched access has the very same ones (in
