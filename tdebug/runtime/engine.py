@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from ..interpreter import patches, stores
 from ..interpreter.versions import take_faults
+from .allocator import keep_freed_memory
 from .job import Job, JobLimits
 
 
@@ -102,6 +103,7 @@ def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[P
     engine = Engine(recipe, sanitizer=sanitizer, listeners=list(listeners))
     interpret = recipe.interpret
     if interpret:
+        keep_freed_memory()
         patches.install(exact_values=recipe.exact_values)
         if recipe.store_records:
             stores.install()
