@@ -140,6 +140,12 @@ def publish(resolved: Resolved | None) -> None:
     LAST[0] = resolved
 
 
+def resolved_rows(ptrs: np.ndarray) -> Rows | None:
+    """The Rows the checks resolved this very pointer array to, for the memory op about to run (None: none)."""
+    r = LAST[0]
+    return r.elements if r is not None and r.ptrs is ptrs and isinstance(r.elements, Rows) else None
+
+
 def _take(ptrs, mask, dtype: np.dtype) -> Resolved | None:
     r, LAST[0] = LAST[0], None
     if r is None or program_axis.lane_programs() is None or r.ptrs is not ptrs.data:

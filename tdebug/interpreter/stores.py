@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import grid_loop, memory_events, program_axis
+from .batch_memory import resolved_rows
 from .frames import current_pid, user_frame
 from .program_axis import Batch, current_program, is_batched, lane_programs
 from .versions import bind, patcher
@@ -120,15 +121,16 @@ class Affine:
         return self.firsts[i] + self.pattern  # the dtype's wrap-around arithmetic: the very addresses
 
     @staticmethod
-    def of(addresses: np.ndarray) -> Affine | None:
-        """addresses (P,) + block as an Affine, when they are one (checked on every lane, masked or not)."""
+    def of(addresses: np.ndarray, checked: bool = False) -> Affine | None:
+        """addresses (P,) + block as an Affine, when they are one (checked on every lane, masked or not;
+        `checked`: the checks found every lane of them a program's dense run already, batch_memory.Rows)."""
         if not _compactable(addresses) or addresses.dtype not in (np.uint64, np.int64):
             return None
         flat = addresses.reshape(addresses.shape[0], -1)
         firsts = flat[:, 0].copy()
         pattern = flat[0] - flat[0, 0]
         rows = max(1, _AFFINE_CHUNK // flat.shape[1])  # programs per pass: its temporaries stay in cache
-        for i in range(0, flat.shape[0], rows):
+        for i in range(0, 0 if checked else flat.shape[0], rows):
             if not (flat[i:i + rows] - firsts[i:i + rows, None] == pattern).all():
                 return None
         return Affine(firsts, pattern.reshape(addresses.shape[1:]))
@@ -394,16 +396,23 @@ class StoreRecorder:
         programs = batch.size
         if mask is not None:
             mask = _shared_rows(np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape))
-            lanes = int(np.count_nonzero(mask))
-            active = mask.reshape(programs, -1).any(axis=1)
+            if mask.ndim and mask.strides[0] == 0:  # one row for every program: counted once
+                per_program = int(np.count_nonzero(mask[0]))
+                lanes, active = per_program * programs, np.full(programs, per_program > 0)
+            else:
+                lanes = int(np.count_nonzero(mask))
+                active = mask.reshape(programs, -1).any(axis=1)
         else:
             lanes = addresses.size
             active = np.ones(programs, dtype=bool)
         if not lanes:
             return
         launch.changed()
-        launch.raw.append(BatchStores(batch, file, line, self._ranges, elsize, Affine.of(addresses) or addresses,
-                                      mask, hit, atomic, lanes))
+        rows = resolved_rows(addresses)
+        every_lane = rows is not None and rows.start == 0 and rows.stop * rows.programs == addresses.size
+        launch.raw.append(BatchStores(batch, file, line, self._ranges, elsize,
+                                      Affine.of(addresses, checked=every_lane) or addresses, mask, hit, atomic,
+                                      lanes))
         if every is None:
             return
         if batch.whole is not None:  # a part of the batch (a predicated loop): the scalars are the whole's

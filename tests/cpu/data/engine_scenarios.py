@@ -470,7 +470,7 @@ def dense_rows_kernel(x_ptr, y_ptr, z_ptr, n, stride, BLOCK: tl.constexpr, MODE:
             tl.store(y_ptr + row * stride + cols, x, mask=mask)
 
 
-def _dense(seed: int, mode: int, rows: int = 150, n: int = 300, pad: int = 5, grid: int | None = None,
+def _dense(seed: int, mode: int, rows: int = 300, n: int = 300, pad: int = 5, grid: int | None = None,
            empty_x: bool = False):
     stride = n + pad
     x = _rand(seed, rows + 1, stride)
