@@ -41,11 +41,6 @@ class Rows:
         return np.lib.stride_tricks.as_strided(table[self.first:], shape=(self.programs, self.n),
                                                strides=(self.step * item, item))
 
-    def elements(self) -> np.ndarray:
-        """The element index of every lane, program by program (int64)."""
-        starts = self.first + self.step * np.arange(self.programs, dtype=np.int64)
-        return (starts[:, None] + np.arange(self.n, dtype=np.int64)).reshape(-1)
-
 
 @dataclass
 class Resolved:

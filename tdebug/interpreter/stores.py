@@ -130,7 +130,9 @@ class Affine:
         firsts = flat[:, 0].copy()
         pattern = flat[0] - flat[0, 0]
         rows = max(1, _AFFINE_CHUNK // flat.shape[1])  # programs per pass: its temporaries stay in cache
-        for i in range(0, 0 if checked else flat.shape[0], rows):
+        if checked:
+            return Affine(firsts, pattern.reshape(addresses.shape[1:]))
+        for i in range(0, flat.shape[0], rows):
             if not (flat[i:i + rows] - firsts[i:i + rows, None] == pattern).all():
                 return None
         return Affine(firsts, pattern.reshape(addresses.shape[1:]))
