@@ -25,7 +25,7 @@ patch = patcher("batch_memory")
 class Rows:
     """A batched access whose programs each reach one dense ascending run of `n` elements, program i's run
     starting at element `first + i * step` (step >= n: the runs are disjoint, in program order), its lanes the
-    columns [start, stop) of the program's row of the op's block (the other lanes masked off in every program)."""
+    columns [start, stop) of the program's row of the op's `width` lanes (the others masked off in every program)."""
 
     first: int
     step: int
@@ -33,6 +33,12 @@ class Rows:
     programs: int
     start: int
     stop: int
+    width: int
+
+    @property
+    def every_lane(self) -> bool:
+        """No lane of the op masked off."""
+        return self.start == 0 and self.stop == self.width
 
     def view(self, table: np.ndarray) -> np.ndarray:
         """The access's elements of a per-element array (memory, a shadow table) as a (programs, n) view of it:
@@ -170,21 +176,24 @@ def _load(original):
             rows = r.elements
             COUNTS.rows += 1
             view = rows.view(r.memory(dtype))
-            if rows.start == 0 and rows.stop * rows.programs == int(np.prod(shape)):  # every lane active
+            if rows.every_lane:
                 return TensorHandle(np.array(view).reshape(shape), dtype_tt)
-            out = np.array(np.broadcast_to(other.data, shape), dtype=dtype) if other is not None \
-                else np.zeros(shape, dtype)
+            out = _masked_off(other, shape, dtype)
             out.reshape(rows.programs, -1)[:, rows.start:rows.stop] = view
             return TensorHandle(out, dtype_tt)
         values = r.memory(dtype)[r.elements]
         if r.lanes is None:
             return TensorHandle(values.reshape(shape), dtype_tt)
-        out = np.array(np.broadcast_to(other.data, shape), dtype=dtype) if other is not None \
-            else np.zeros(shape, dtype)
+        out = _masked_off(other, shape, dtype)
         out.reshape(-1)[r.lanes] = values
         return TensorHandle(out, dtype_tt)
 
     return create_masked_load
+
+
+def _masked_off(other, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A load's result before its active lanes are filled in: `other` in every lane (zeros without one)."""
+    return np.array(np.broadcast_to(other.data, shape), dtype=dtype) if other is not None else np.zeros(shape, dtype)
 
 
 def _store(original):

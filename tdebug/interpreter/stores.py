@@ -129,9 +129,9 @@ class Affine:
         flat = addresses.reshape(addresses.shape[0], -1)
         firsts = flat[:, 0].copy()
         pattern = flat[0] - flat[0, 0]
-        rows = max(1, _AFFINE_CHUNK // flat.shape[1])  # programs per pass: its temporaries stay in cache
         if checked:
             return Affine(firsts, pattern.reshape(addresses.shape[1:]))
+        rows = max(1, _AFFINE_CHUNK // flat.shape[1])  # programs per pass: its temporaries stay in cache
         for i in range(0, flat.shape[0], rows):
             if not (flat[i:i + rows] - firsts[i:i + rows, None] == pattern).all():
                 return None
@@ -396,8 +396,9 @@ class StoreRecorder:
         key = (batch.serial, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1
         programs = batch.size
+        rows = resolved_rows(addresses)  # the checks proved its layout (and its mask the same in every program)
         if mask is not None:
-            mask = _shared_rows(np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape))
+            mask = _shared_rows(np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape), rows is not None)
             if mask.ndim and mask.strides[0] == 0:  # one row for every program: counted once
                 per_program = int(np.count_nonzero(mask[0]))
                 lanes, active = per_program * programs, np.full(programs, per_program > 0)
@@ -410,11 +411,9 @@ class StoreRecorder:
         if not lanes:
             return
         launch.changed()
-        rows = resolved_rows(addresses)
-        every_lane = rows is not None and rows.start == 0 and rows.stop * rows.programs == addresses.size
         launch.raw.append(BatchStores(batch, file, line, self._ranges, elsize,
-                                      Affine.of(addresses, checked=every_lane) or addresses, mask, hit, atomic,
-                                      lanes))
+                                      Affine.of(addresses, checked=rows is not None and rows.every_lane)
+                                      or addresses, mask, hit, atomic, lanes))
         if every is None:
             return
         if batch.whole is not None:  # a part of the batch (a predicated loop): the scalars are the whole's
@@ -431,10 +430,10 @@ class StoreRecorder:
             launch.raw_scalars.append((batch.pids, np.flatnonzero(new), every))
 
 
-def _shared_rows(mask: np.ndarray) -> np.ndarray:
+def _shared_rows(mask: np.ndarray, same: bool = False) -> np.ndarray:
     """A batched store's mask (P,) + block as the first program's row repeated when every program's is the same
-    (a loop's tail mask): the records then keep one row, not a byte per lane of every program."""
-    if not _compactable(mask) or not (mask == mask[:1]).all():
+    (a loop's tail mask; `same`: known to be): the records then keep one row, not a byte per lane of every program."""
+    if not _compactable(mask) or not (same or (mask == mask[:1]).all()):
         return mask
     return np.broadcast_to(mask[:1].copy(), mask.shape)  # a copy: the whole mask is let go
 

@@ -383,7 +383,7 @@ class LaunchChecker:
         bad = np.zeros(n, dtype=bool)
         self._marked_bad = False
         access = (kind, how, pid, linear_pid, where, has_mask)
-        home = [s for s in self.shadows if s.ptr == origin] if origin is not None else []
+        home = self._home(origin)
         unresolved = self._in_storages(home or self.shadows, access, addrs, None, bad)
         if unresolved.size and self.reach is not None and not home:
             reached = [Shadow.create(views) for views in self.reach.views_for(addrs[unresolved])]
@@ -405,6 +405,10 @@ class LaunchChecker:
         safe = active.copy() if active is not None else np.ones(flat_ptrs.size, dtype=bool)
         safe[bad.nonzero()[0] if lanes is None else lanes[bad]] = False
         return safe.reshape(ptrs.shape)
+
+    def _home(self, origin: int | None) -> list[Shadow]:
+        """The storage a pointer was computed from (provenance), when it is one of the launch's: [] if not known."""
+        return [s for s in self.shadows if s.ptr == origin] if origin is not None else []
 
     # -- dense rows: every program one run of elements (a row per program), done on strided views ------------
     def _dense(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None) -> bool:
@@ -449,8 +453,7 @@ class LaunchChecker:
         n = stop - start
         addrs = ptrs.reshape(count, width)[:, start:stop].view(np.uint64)
         a0 = int(addrs[0, 0])
-        home = [s for s in self.shadows if s.ptr == origin] if origin is not None else []
-        s = next((s for s in home or self.shadows if 0 <= a0 - s.ptr < s.nbytes), None)
+        s = next((s for s in self._home(origin) or self.shadows if 0 <= a0 - s.ptr < s.nbytes), None)
         if s is None or s.member_any is not None:
             return None
         es = s.elsize
@@ -460,7 +463,7 @@ class LaunchChecker:
             return None
         if not _evenly_spaced_runs(addrs, a0, step, es):
             return None
-        return s, Rows((a0 - s.ptr) // es, step // es, n, count, start, stop)
+        return s, Rows((a0 - s.ptr) // es, step // es, n, count, start, stop, width)
 
     def _rows_update(self, kind: str, s: Shadow, rows: Rows) -> bool:
         """The shadow update of a Rows access that finds nothing (False, nothing written: it may find something,
@@ -511,10 +514,7 @@ class LaunchChecker:
     def _defer_rows(self, s: Shadow, rows: Rows) -> None:
         """_defer's record of a Rows load: each program's first element and count."""
         begin = rows.first + rows.step * np.arange(rows.programs, dtype=np.int64)
-        record = (begin, np.full(rows.programs, rows.n, dtype=np.int64), self._programs, rows)
-        if self.undo is not None:
-            self.undo.append((s, "pending", s.pending))
-        s.pending = s.pending + (record,)
+        self._pend(s, (begin, np.full(rows.programs, rows.n, dtype=np.int64), self._programs, rows))
 
     def _write_rows(self, s: Shadow, name: str, rows: Rows, value, was=None) -> None:
         """_write through a Rows view: undoable while a batch runs (`was`: the one value every element held)."""
@@ -775,10 +775,14 @@ class LaunchChecker:
                 return False
             self._pending_lanes += n
             record = (elems, None, lane_pids, self._programs)
+        self._pend(s, record)
+        return True
+
+    def _pend(self, s: Shadow, record: tuple) -> None:
+        """Keep a load's reads aside (undoable while a batch runs)."""
         if self.undo is not None:
             self.undo.append((s, "pending", s.pending))
         s.pending = s.pending + (record,)
-        return True
 
     def _settle(self, s: Shadow) -> None:
         """Write the deferred reads into the reader table, in the order they happened (the table as _readers
