@@ -161,10 +161,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     if target == "pytest" and not Path(target).exists():
         raise SystemExit(_pytest(script_args, seed))
     seed = fresh_seed() if seed is None else seed
-    use_tools, gpu_interpreter, line = plan_engines(device, engine)
-    use_gpu = use_tools or gpu_interpreter
     job_engine = "symbolic" if engine == "symbolic" else "tdebug"
-    limits = _limits(max_programs, max_mib, use_gpu)
     targets: list[tuple[str, str]] = []
     if target in ("pytest", "python") and not Path(target).exists():
         if shutil.which(target) is None and target == "python":
@@ -184,6 +181,10 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     inputs = [path for path, _ in targets if Path(path).is_file()]
     json_file = output_file(json_path, "--json", inputs)
     output_file(keep_log, "--keep-log", inputs + ([json_file] if json_file else []))
+    # After the output paths: a path that cannot be written is refused (exit 2) before the device is asked for.
+    use_tools, gpu_interpreter, line = plan_engines(device, engine)
+    use_gpu = use_tools or gpu_interpreter
+    limits = _limits(max_programs, max_mib, use_gpu)
     repro_folder = repro.Folder(repro_dir)
     if line:  # a note, on stdout: stderr is for the one line of an error
         click.echo(line)

@@ -46,6 +46,16 @@ def test_json_onto_the_target_is_refused_before_any_work(tmp_path, command):
     assert "PASS" not in r.output and "case" not in r.output  # refused before any case ran
 
 
+def test_an_output_path_is_refused_before_the_device_is_asked_for(tmp_path):
+    """`sanitize --device cuda` on a machine without a GPU is exit 3, but a --json that would overwrite the
+    target is the user's error and is said first (exit 2), whatever the machine (found by test_cli_fuzz)."""
+    target = tmp_path / "add.py"
+    target.write_bytes(ADD.read_bytes())
+    r = invoke("sanitize", str(target), "--device", "cuda", "--json", str(target))
+    one_line_exit_2(r, "--json", "an input")
+    assert target.read_bytes() == ADD.read_bytes()
+
+
 def test_json_onto_a_catalogue_file_through_another_name_is_refused(tmp_path):
     link = tmp_path / "link.json"
     link.symlink_to(ADD)
