@@ -15,7 +15,8 @@ the stop differs, loop() iterates to the largest stop with a predicate on the ba
 programs past their own stop are out of the loop; their memory ops, asserts and Python control flow are left out
 (program_axis) and, at the end of each such iteration, every name the body assigns gets back, for them, its
 value from before the iteration (end()): after the loop each program holds what it held after its own last
-iteration, as on the serial engine. Anything this cannot carry (a Python number or object that changed, a
+iteration, as on the serial engine. (A block bound to a name used in the body only is dead for them, and kept as
+it is: only an integer scalar, which tdebug's store records read from the frame, is carried.) Anything this cannot carry (a Python number or object that changed, a
 value whose extra state differs on the two sides) gives up: the batch is split by its programs' trip
 counts (program_axis.Divergent), as before predication existed; so does any error raised in a batch while
 programs were out of a loop (grid_loop), so a real error is raised again by the programs that make it.
@@ -89,6 +90,8 @@ class LoopRewriter(ast.NodeTransformer):
         if any(n not in inside for n in self.names.get(target, ())):
             return node  # the loop variable named outside the loop: its last value differs between programs
         names = _assigned(node.body)
+        # Names every use of which lies in the body: not bound before the loop, not read after it.
+        own = [n for n in names if all(i in inside for i in self.names.get(n, ()))]
         state = STATE.format(self.count)
         self.count += 1
         call = node.iter
@@ -102,8 +105,7 @@ class LoopRewriter(ast.NodeTransformer):
             merged_name = MERGED.format(self.count - 1)
             merge = [ast.Assign(targets=[ast.Name(id=merged_name, ctx=ast.Store())],
                                 value=_helper("end", [ast.Name(id=state, ctx=ast.Load()), _locals(),
-                                                      ast.Tuple(elts=[ast.Constant(n) for n in names],
-                                                                ctx=ast.Load())], node))]
+                                                      _strings(names), _strings(own)], node))]
             for n in names:
                 merge.append(ast.If(
                     test=ast.Compare(left=ast.Constant(n), ops=[ast.In()],
@@ -124,6 +126,10 @@ def _helper(name: str, args: list[ast.expr], node: ast.AST, keywords: list | Non
     call = ast.Call(func=ast.Attribute(value=ast.Name(id=NAME, ctx=ast.Load()), attr=name, ctx=ast.Load()),
                     args=args, keywords=keywords or [])
     return ast.copy_location(call, node)
+
+
+def _strings(names: list[str]) -> ast.Tuple:
+    return ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())
 
 
 def _locals() -> ast.Call:
@@ -226,10 +232,17 @@ def merging(state: _Iteration | None) -> bool:
     return state is not None
 
 
-def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...]) -> dict:
-    """Each bound name's value after the iteration for the programs in the loop, before it for the others."""
+def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tuple[str, ...] = ()) -> dict:
+    """Each bound name's value after the iteration for the programs in the loop, before it for the others (`own`:
+    the names used in the body only, whose blocks need no merge)."""
+    import triton.language as tl
+
     out = {}
     for name in names:
+        if name in own:
+            value = frame_locals.get(name)
+            if isinstance(value, tl.tensor) and value.type.is_block():
+                continue
         if name not in frame_locals:  # never bound (assigned under a constexpr-false `if` only)
             if name in state.before:
                 _give_up(state.batch, f"`{name}` was unbound by the iteration")
