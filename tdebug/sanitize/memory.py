@@ -85,16 +85,12 @@ class ArgView:
 
 
 NONE = -1  # no program (writer, reader, atomic_by)
-# The program tables hold ~program (NONE: 0), so a table is made by np.zeros: calloc'd pages the kernel maps on
-# their first write, none of them touched for elements no program reaches (a fill of NONE would touch every one).
-PROGRAM_TABLES = frozenset({"writer", "reader", "atomic_by"})
 
 
 @dataclass
 class Shadow:
     """Per-storage shadow state for one launch, in elements of `elsize` bytes. The per-program tables (writer,
-    reader, atomic_by, multi_reader) are made at their first write: None reads as every element untouched. The
-    program tables are read through programs() (their lanes) or as raw views (~program, 0 untouched)."""
+    reader, atomic_by, multi_reader) are made at their first write: None reads as every element untouched."""
 
     ptr: int
     nbytes: int
@@ -134,20 +130,13 @@ class Shadow:
         return self._bytes.view(dtype)
 
     def table(self, name: str) -> np.ndarray:
-        """The table `name` as stored, made now if it is not yet (every element untouched)."""
+        """The table `name`, made now if it is not yet (every element untouched)."""
         t = getattr(self, name)
         if t is None:
-            t = np.zeros(self.elements, dtype=np.int32 if name in PROGRAM_TABLES else bool)
+            t = np.zeros(self.elements, dtype=bool) if name == "multi_reader" else \
+                np.full(self.elements, NONE, dtype=np.int32)
             setattr(self, name, t)
         return t
-
-    def programs(self, name: str, elems: np.ndarray) -> np.ndarray | None:
-        """The program table `name` at `elems`: a program per element, NONE where none (None: no table yet)."""
-        t = getattr(self, name)
-        if t is None:
-            return None
-        out = t[elems]
-        return np.invert(out, out=out)
 
     def programs_per_element(self, elems: np.ndarray, lane_pids: np.ndarray,
                              last: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
@@ -281,9 +270,8 @@ def _evenly_spaced_runs(addrs: np.ndarray, a0: int, step: int, es: int) -> bool:
 
 
 def _own(table: np.ndarray, programs: np.ndarray) -> bool:
-    """Every element of a (programs, run) view of a program table, as stored, untouched or the row's own
-    program's."""
-    return bool(((table == ~programs[:, None]) | (table == 0)).all())
+    """Every element of a (programs, run) view of a program table untouched or the row's own program's."""
+    return bool(((table == programs[:, None]) | (table < 0)).all())
 
 
 class Reach(Protocol):
@@ -501,16 +489,16 @@ class LaunchChecker:
                 return False
             self._settle(s)  # as the lane by lane path does first: the same if it takes over
             if s.writer is not None:
-                before = rows.view(s.writer)  # as stored: ~program, 0 untouched
-                unwritten = not before.any()
+                before = rows.view(s.writer)
+                unwritten = int(before.max()) < 0
                 if not unwritten and not _own(before, programs):
                     return False
             if s.reader is not None:
                 read = rows.view(s.reader)
-                if read.any():
+                if int(read.max()) >= 0:
                     if not _own(read, programs):
                         return False
-                    if s.multi_reader is not None and (rows.view(s.multi_reader) & (read != 0)).any():
+                    if s.multi_reader is not None and (rows.view(s.multi_reader) & (read >= 0)).any():
                         return False
         if self.undo is not None and not s.stored:
             self.undo.append((s, "stored", None))
@@ -530,8 +518,6 @@ class LaunchChecker:
 
     def _write_rows(self, s: Shadow, name: str, rows: Rows, value, was=None) -> None:
         """_write through a Rows view: undoable while a batch runs (`was`: the one value every element held)."""
-        if name in PROGRAM_TABLES:  # stored as ~program
-            value, was = ~value, (None if was is None else ~was)
         if self.undo is not None and (id(s), name) not in self._made:
             array = getattr(s, name)
             if array is None:
@@ -666,7 +652,7 @@ class LaunchChecker:
                              "torch.empty)", s, elems, ~s.init[elems], linear_pid, pid, where)
             if race:
                 if s.writer is not None:
-                    other = self._unordered(s, "writer", elems, s.programs("writer", elems), linear_pid)
+                    other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                     self._report("race", "load of tensor '{}' elements that another program stores to in the "
                                  "same launch (read/write race)", s, elems, other, linear_pid, pid, where)
                 if lanes:
@@ -680,7 +666,7 @@ class LaunchChecker:
                     self._write(s, "reader", elems, linear_pid)
                     mine = elems
                 else:
-                    before = s.programs("reader", elems)
+                    before = s.reader[elems]
                     concurrent = self._unordered(s, "reader", elems, before, linear_pid)
                     mine = elems[~concurrent]
                     self._write(s, "reader", mine, linear_pid, before[~concurrent])
@@ -700,12 +686,12 @@ class LaunchChecker:
         role, table = ("writer", "writer") if kind == "store" else ("atomic", "atomic_by")
         if race:
             self._settle(s)
-            before = s.programs(table, elems)
+            before = getattr(s, table)[elems] if getattr(s, table) is not None else None
             if kind == "store":
                 ww = self._unordered(s, "writer", elems, before, linear_pid) \
                     if before is not None else np.zeros(elems.size, dtype=bool)
                 if s.atomic_by is not None:
-                    ww |= self._unordered(s, "atomic", elems, s.programs("atomic_by", elems), linear_pid)
+                    ww |= self._unordered(s, "atomic", elems, s.atomic_by[elems], linear_pid)
                 if lanes:  # stored by an earlier program of this same op: the serial engine's writer by now
                     first = s.programs_per_element(elems, linear_pid, last=False)[0]
                     if first is not linear_pid:
@@ -714,14 +700,14 @@ class LaunchChecker:
                              "same launch, without atomics (write/write race; on a 2-D tile, often a missing "
                              "column mask spilling into the next row)", s, elems, ww, linear_pid, pid, where)
                 if s.reader is not None:
-                    r = s.programs("reader", elems)
+                    r = s.reader[elems]
                     wr = self._unordered(s, "reader", elems, r, linear_pid)
                     if s.multi_reader is not None:
                         wr |= s.multi_reader[elems] & (r >= 0)
                     self._report("race", "stores to tensor '{}' elements that another program reads in the same "
                                  "launch (read/write race)", s, elems, wr & ~ww, linear_pid, pid, where)
             elif s.writer is not None:
-                mixed = self._unordered(s, "writer", elems, s.programs("writer", elems), linear_pid)
+                mixed = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                 self._report("race", "atomic on tensor '{}' elements that another program writes with a plain "
                              "store in the same launch", s, elems, mixed, linear_pid, pid, where)
             self._write(s, table, elems, linear_pid, before)  # lanes in program order: the last program's stays
@@ -744,7 +730,7 @@ class LaunchChecker:
                 self._write(s, "reader", row, first)
                 several = np.full(row.size, first != last)
             else:
-                before = s.programs("reader", row)
+                before = s.reader[row]
                 read = before >= 0
                 several = (first != last) | (read & (before != first))
                 self._write(s, "reader", row, np.where(read, before, first), before)
@@ -757,7 +743,7 @@ class LaunchChecker:
             self._write(s, "reader", elems, first)
             several = None if distinct else first != last
         else:
-            before = s.programs("reader", elems)
+            before = s.reader[elems]
             read = before >= 0
             if distinct:
                 several = read & (lane_pids != before)
@@ -825,8 +811,8 @@ class LaunchChecker:
         read by its own row's program only (the table then as _readers leaves it); False: nothing done."""
         was = NONE
         if s.reader is not None:
-            before = rows.view(s.reader)  # as stored: ~program, 0 untouched
-            if before.any():
+            before = rows.view(s.reader)
+            if int(before.max()) >= 0:
                 if not _own(before, pids):
                     return False
                 was = None
@@ -862,8 +848,6 @@ class LaunchChecker:
         they were read already), or the table is dropped if this batch made it."""
         if not elems.size:
             return
-        if name in PROGRAM_TABLES:  # stored as ~program
-            value, before = ~value, (None if before is None else ~before)
         if self.undo is not None and (id(s), name) not in self._made:
             array = getattr(s, name)
             if array is None:
