@@ -6,10 +6,13 @@ mask arrays (as element indices, or as Rows: every program's lanes one dense run
 spaced, done through strided views with no index array); otherwise (no listener, a lane out of bounds, several
 storages, an unaligned or retyped pointer) Triton's own op runs. And the undo of a batch's writes (MemoryUndo): the
 old values of the elements a resolved store overwrites, or, before any other store or atomic, a copy of every
-storage of the launch. And the addresses those ops read (create_addptr) made with one new array instead of three."""
+storage of the launch. And the addresses those ops read (create_addptr) made with one new array instead of three,
+remembering how a batch's tile of them was made (program_layout: a pointer per program plus offsets every program
+shares), so a checker need not read every address to learn that each program's lanes are one run."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -252,10 +255,53 @@ def _addptr(original):
         if np.broadcast_shapes(out.shape, base.shape) == out.shape:
             np.add(out, base, out=out)
         else:
+            scaled = out
             out = base + out
+            if getattr(ptr, program_axis.MARK, False) and not getattr(offset, program_axis.MARK, False):
+                _remember(out, base, scaled)  # a pointer per program + offsets shared by every program
+            elif getattr(offset, program_axis.MARK, False) and not getattr(ptr, program_axis.MARK, False):
+                _remember(out, scaled, base)
         return TensorHandle(out, ptr.dtype)
 
     return create_addptr
+
+
+# A batch's tile of addresses made as per_program[p] + shared[j] (uint64), by the array it is: weakly, so an entry
+# goes with its array (and an id reused by a later array is told apart by the reference).
+_LAYOUTS: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}
+
+
+def _remember(out: np.ndarray, per_program: np.ndarray, shared: np.ndarray) -> None:
+    """Keep out's layout when `per_program` (batched) holds one value per program, broadcast over its lanes, and
+    `shared` (not batched) the same lanes for every program."""
+    programs = out.shape[0] if out.ndim else 0
+    if programs < 2 or per_program.ndim == 0 or per_program.shape[0] != programs or any(
+            stride and n != 1 for n, stride in zip(per_program.shape[1:], per_program.strides[1:])):
+        return
+    if shared.ndim == out.ndim:
+        if shared.shape[0] != 1:
+            return
+        shared = shared[0]
+    try:
+        lanes = np.broadcast_to(shared, out.shape[1:]).reshape(-1)
+    except ValueError:
+        return
+    key = id(out)
+
+    def gone(ref, key=key):
+        if _LAYOUTS.get(key, (None,))[0] is ref:
+            del _LAYOUTS[key]
+
+    _LAYOUTS[key] = (weakref.ref(out, gone), per_program[(slice(None),) + (0,) * (per_program.ndim - 1)], lanes)
+
+
+def program_layout(addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(per_program, shared) when `addresses` (programs x lanes, uint64) is the very array create_addptr made as
+    per_program[p] + shared[j]; None when it is not known so."""
+    found = _LAYOUTS.get(id(addresses))
+    if found is None or found[0]() is not addresses:
+        return None
+    return found[1], found[2]
 
 
 def _atomic(original):

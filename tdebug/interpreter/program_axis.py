@@ -388,7 +388,8 @@ def _shape_op(name: str):
                 ret_ty, arg = args
                 shape = tuple(ret_ty.shape)
                 d = arg.data.reshape(P, *(1,) * len(shape))
-                return mark(TensorHandle(np.ascontiguousarray(np.broadcast_to(d, (P,) + shape)), arg.dtype.scalar))
+                # A view, as create_broadcast's: one value per program, read where it is (no tile of copies).
+                return mark(TensorHandle(np.broadcast_to(d, (P,) + shape), arg.dtype.scalar))
             if name == "create_unsplat":
                 (arg,) = args
                 return mark(TensorHandle(arg.data.reshape(P, -1)[:, :1].copy(), arg.dtype.scalar))

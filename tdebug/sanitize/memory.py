@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import storage_bytes, storage_poison_mask
-from ..interpreter.batch_memory import Rows, forget_span, saved
+from ..interpreter.batch_memory import Rows, forget_span, program_layout, saved
 from ..report import Finding
 from .locks import LockOrder
 from .written import marks_by_element
@@ -269,6 +269,11 @@ def _evenly_spaced_runs(addrs: np.ndarray, a0: int, step: int, es: int) -> bool:
     return True
 
 
+def _evenly_spaced(values: np.ndarray, step: int) -> bool:
+    """values[i] == values[0] + i * step for every i (uint64, wrapping as the addresses do)."""
+    return bool((np.subtract(values, values[0]) == np.uint64(step) * np.arange(values.size, dtype=np.uint64)).all())
+
+
 def _own(table: np.ndarray, programs: np.ndarray) -> bool:
     """Every element of a (programs, run) view of a program table untouched or the row's own program's."""
     return bool(((table == programs[:, None]) | (table < 0)).all())
@@ -461,7 +466,11 @@ class LaunchChecker:
         if (a0 - s.ptr) % es or step % es or step < n * es or int(addrs[0, -1]) - a0 != (n - 1) * es \
                 or a0 + step * (count - 1) + n * es > s.ptr + s.nbytes:
             return None
-        if not _evenly_spaced_runs(addrs, a0, step, es):
+        layout = program_layout(ptrs)
+        if layout is not None:  # made as a pointer per program plus shared offsets: a few numbers tell
+            if not _evenly_spaced(layout[0], step) or not _evenly_spaced(layout[1][start:stop], es):
+                return None
+        elif not _evenly_spaced_runs(addrs, a0, step, es):
             return None
         return s, Rows((a0 - s.ptr) // es, step // es, n, count, start, stop, width)
 
