@@ -515,9 +515,9 @@ class LaunchChecker:
         if race:
             self._write_rows(s, "writer", rows, programs[:, None], NONE if unwritten else None)
         if s.maybe_cold:
-            self._write_rows(s, "init", rows, True)
+            self._write_rows(s, "init", rows, True, grows=True)
         if s.marks is not None:
-            self._write_rows(s, "marks", rows, s.marked)
+            self._write_rows(s, "marks", rows, s.marked, grows=True)
         return True
 
     def _defer_rows(self, s: Shadow, rows: Rows) -> None:
@@ -525,8 +525,16 @@ class LaunchChecker:
         begin = rows.first + rows.step * np.arange(rows.programs, dtype=np.int64)
         self._pend(s, (begin, np.full(rows.programs, rows.n, dtype=np.int64), self._programs, rows))
 
-    def _write_rows(self, s: Shadow, name: str, rows: Rows, value, was=None) -> None:
-        """_write through a Rows view: undoable while a batch runs (`was`: the one value every element held)."""
+    def _write_rows(self, s: Shadow, name: str, rows: Rows, value, was=None, grows: bool = False) -> None:
+        """_write through a Rows view: undoable while a batch runs (`was`: the one value every element held).
+        `grows`: the table's elements only go from 0 to `value` (init, the written marks), so a read tells
+        whether anything changes and, when none was set, what the undo keeps (no copy)."""
+        if grows and self.undo is not None and getattr(s, name) is not None:
+            view = rows.view(getattr(s, name))
+            if not view.any():
+                was = 0
+            elif (view == value).all():
+                return
         if self.undo is not None and (id(s), name) not in self._made:
             array = getattr(s, name)
             if array is None:
