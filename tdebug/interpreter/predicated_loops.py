@@ -16,10 +16,11 @@ programs past their own stop are out of the loop; their memory ops, asserts and 
 (program_axis) and, at the end of each such iteration, every name the body assigns gets back, for them, its
 value from before the iteration (end()): after the loop each program holds what it held after its own last
 iteration, as on the serial engine. (A block bound to a name used in the body only is dead for them, and kept as
-it is: only an integer scalar, which tdebug's store records read from the frame, is carried.) Anything this cannot carry (a Python number or object that changed, a
-value whose extra state differs on the two sides) gives up: the batch is split by its programs' trip
-counts (program_axis.Divergent), as before predication existed; so does any error raised in a batch while
-programs were out of a loop (grid_loop), so a real error is raised again by the programs that make it.
+it is: only an integer scalar, which tdebug's store records read from the frame, is carried.) Anything this
+cannot carry (a Python number or object that changed, a value whose extra state differs on the two sides) gives
+up: the batch is split by its programs' trip counts (program_axis.Divergent), as before predication existed; so
+does any error raised in a batch while programs were out of a loop (grid_loop), so a real error is raised again
+by the programs that make it.
 """
 
 from __future__ import annotations
