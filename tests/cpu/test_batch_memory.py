@@ -1,13 +1,15 @@
 """tdebug.interpreter.batch_memory: the undo of a batch (whatever the writes: dense row blocks kept as a slice of
 their span, scattered elements as a gather, overlapping, repeated, restoring puts every element back), and its
-address arithmetic (bit for bit Triton's create_addptr on every offset dtype, element width and shape)."""
+address arithmetic (bit for bit Triton's create_addptr on every offset dtype, element width and shape), and the
+layouts it remembers (a pointer per program plus offsets every program shares: exactly the addresses made, and
+only for such tiles)."""
 
 import os
 
 import numpy as np
 import pytest
 
-from tdebug.interpreter.batch_memory import MemoryUndo, _addptr, forget_span, saved
+from tdebug.interpreter.batch_memory import MemoryUndo, _addptr, forget_span, program_layout, saved
 
 
 def _writes(rng: np.random.Generator, n: int) -> list[np.ndarray]:
@@ -97,3 +99,56 @@ def test_addresses_are_triton_s_bit_for_bit():
         assert np.array_equal(got.data, want.data), (ptr_shape, off_shape, off_type, kind)
         assert got.dtype is want.dtype
         assert np.array_equal(off.data, offsets) and np.array_equal(ptr.data, base)  # operands left as they were
+
+
+def test_a_remembered_layout_is_the_addresses_made_and_only_such_tiles_are_remembered():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    pytest.importorskip("triton")
+    import gc
+
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+
+    from tdebug.interpreter.program_axis import MARK
+
+    ours = _addptr(InterpreterBuilder().create_addptr)
+    rng = np.random.default_rng()
+    remembered, kept = 0, None
+    for _ in range(300):
+        programs, lanes = int(rng.integers(2, 9)), tuple(int(n) for n in rng.integers(2, 6, size=rng.integers(1, 3)))
+        per_program = rng.integers(0, 2**40, size=programs, dtype=np.uint64)
+        shared = rng.integers(-1000, 1000, size=lanes, dtype=np.int64)
+        way = int(rng.integers(4))
+        if way == 0:  # the pointer per program, as a splat makes it (a broadcast view): offsets shared
+            ptr_data = np.broadcast_to(per_program.reshape((programs,) + (1,) * len(lanes)), (programs,) + lanes)
+            ptr, off = TensorHandle(ptr_data, tl.pointer_type(tl.float32)), TensorHandle(shared, tl.int64)
+            setattr(ptr, MARK, True)
+        elif way == 1:  # a pointer block every program shares, an offset per program
+            ptr = TensorHandle(shared.astype(np.uint64) + np.uint64(2**41), tl.pointer_type(tl.float32))
+            off = TensorHandle(per_program.astype(np.int64).reshape((programs,) + (1,) * len(lanes)), tl.int64)
+            setattr(off, MARK, True)
+        elif way == 2:  # a batched pointer tile that differs lane by lane: no layout
+            ptr_data = rng.integers(0, 2**40, size=(programs,) + lanes, dtype=np.uint64)
+            ptr, off = TensorHandle(ptr_data, tl.pointer_type(tl.float32)), TensorHandle(shared, tl.int64)
+            setattr(ptr, MARK, True)
+        else:  # neither operand batched: no layout
+            ptr = TensorHandle(per_program.reshape((programs,) + (1,) * len(lanes)), tl.pointer_type(tl.float32))
+            off = TensorHandle(shared, tl.int64)
+        out = ours(ptr, off).data
+        layout = program_layout(out)
+        if way >= 2:
+            assert layout is None
+            continue
+        assert layout is not None
+        remembered, kept = remembered + 1, out
+        first, offsets = layout
+        assert np.array_equal(first[:, None] + offsets[None, :], out.reshape(programs, -1))
+        assert program_layout(out.copy()) is None  # another array with the same values: not known so
+    assert remembered
+    from tdebug.interpreter import batch_memory
+
+    last = id(kept)
+    assert last in batch_memory._LAYOUTS
+    del out, kept
+    gc.collect()
+    assert last not in batch_memory._LAYOUTS  # an entry goes with its array
