@@ -268,7 +268,7 @@ def _addptr(original):
 
 # A batch's tile of addresses made as per_program[p] + shared[j] (uint64), by the array it is: weakly, so an entry
 # goes with its array (and an id reused by a later array is told apart by the reference).
-_LAYOUTS: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}
+_LAYOUTS: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}  # id -> (the array, per program, shared)
 
 
 def _remember(out: np.ndarray, per_program: np.ndarray, shared: np.ndarray) -> None:
@@ -281,18 +281,14 @@ def _remember(out: np.ndarray, per_program: np.ndarray, shared: np.ndarray) -> N
     if shared.ndim == out.ndim:
         if shared.shape[0] != 1:
             return
-        shared = shared[0]
-    try:
-        lanes = np.broadcast_to(shared, out.shape[1:]).reshape(-1)
-    except ValueError:
-        return
+        shared = shared[0]  # out is the broadcast of both operands: shared broadcasts to one program's lanes
     key = id(out)
 
     def gone(ref, key=key):
         if _LAYOUTS.get(key, (None,))[0] is ref:
             del _LAYOUTS[key]
 
-    _LAYOUTS[key] = (weakref.ref(out, gone), per_program[(slice(None),) + (0,) * (per_program.ndim - 1)], lanes)
+    _LAYOUTS[key] = (weakref.ref(out, gone), per_program[(slice(None),) + (0,) * (per_program.ndim - 1)], shared)
 
 
 def program_layout(addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -301,7 +297,7 @@ def program_layout(addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray] | Non
     found = _LAYOUTS.get(id(addresses))
     if found is None or found[0]() is not addresses:
         return None
-    return found[1], found[2]
+    return found[1], np.broadcast_to(found[2], addresses.shape[1:]).reshape(-1)  # made here: most are never asked
 
 
 def _atomic(original):
