@@ -196,7 +196,10 @@ def _load(original):
 
 def _masked_off(other, shape: tuple, dtype: np.dtype) -> np.ndarray:
     """A load's result before its active lanes are filled in: `other` in every lane (zeros without one)."""
-    return np.array(np.broadcast_to(other.data, shape), dtype=dtype) if other is not None else np.zeros(shape, dtype)
+    # order "C": the lanes are then written through a reshape of it (a view only of a C-ordered array; numpy's
+    # default "K" order lays a copy of a broadcast operand out otherwise)
+    return np.array(np.broadcast_to(other.data, shape), dtype=dtype, order="C") if other is not None \
+        else np.zeros(shape, dtype)
 
 
 def _store(original):

@@ -209,8 +209,8 @@ def _iterate(batch, start: int, trips: np.ndarray, step: int, key: tuple, before
     # its value from before the loop where it made no iteration (none: not bound).
     last = start + (trips - 1) * step
     held = type(before) is int
-    batch.loop_scalars[key] = np.ma.masked_array(np.where(trips > 0, last, before if held else 0),
-                                                 mask=(trips == 0) & (not held))
+    batch.loop_scalars[key] = program_axis.LoopValues(np.where(trips > 0, last, before if held else 0),
+                                                      bound=(trips > 0) | held)
 
 
 class _Iteration:

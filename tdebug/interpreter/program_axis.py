@@ -73,8 +73,8 @@ class Batch:
     # part's programs in it (kernel locals hold values for every program of `whole`).
     whole: Batch | None = None
     rows: np.ndarray | None = None
-    # (code, name) -> each program's value of a predicated loop's variable after the loop (masked: unbound)
-    loop_scalars: dict = field(default_factory=dict)
+    # (code, name) -> each program's value of a predicated loop's variable after the loop
+    loop_scalars: dict[tuple, LoopValues] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -101,6 +101,15 @@ class Batch:
         self.active = None if active is None or active.all() else active
         if self.active is not None:
             self.predicated = True
+
+
+@dataclass(frozen=True)
+class LoopValues:
+    """Each program's value of a predicated loop's variable after the loop; `bound` False where a program made no
+    iteration and the name had no value before the loop."""
+
+    values: np.ndarray
+    bound: np.ndarray
 
 
 CURRENT: Batch | None = None  # the batch running now (grid_loop sets it)
@@ -263,9 +272,10 @@ def _per_program(name: str, effect: bool):
                 if getattr(a, MARK, False):
                     LARGEST[0] = max(LARGEST[0], a.data[0].size)
             if name in WHOLE_BATCH_OPS and PER_LANE[0]:
+                views = name != "create_atomic_rmw"  # Triton's atomics take each operand lane by lane
                 if batch.active is not None:
-                    return _active_programs(batch, original, args, kwargs)
-                return _whole_batch(batch, original, args, kwargs)
+                    return _active_programs(batch, original, args, kwargs, views)
+                return _whole_batch(batch, original, args, kwargs, views)
             from triton.runtime.interpreter import interpreter_builder as builder
 
             saved = builder.grid_idx
@@ -293,8 +303,9 @@ def _per_program(name: str, effect: bool):
     return make
 
 
-def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict):
-    """A load or store for every program of the batch in one call: each operand with the whole batch's shape."""
+def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict, views: bool = False):
+    """A load or store for every program of the batch in one call: each operand with the whole batch's shape.
+    views: an operand the same in every program (a mask, an `other`) as a read-only view of it, not a copy."""
     from triton.runtime.interpreter import TensorHandle
     from triton.runtime.interpreter import interpreter_builder as builder
 
@@ -307,10 +318,13 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict):
     def full(v):
         if not isinstance(v, TensorHandle):
             return v
-        v = _lift(v, rank) if getattr(v, MARK, False) else v
+        batched = getattr(v, MARK, False)
+        v = _lift(v, rank) if batched else v
         out = copy.copy(v)
         data = v.data
-        if data.shape != shape or not (data.flags.c_contiguous and data.flags.writeable):
+        if views and not batched:
+            data = np.broadcast_to(data, shape)
+        elif data.shape != shape or not (data.flags.c_contiguous and data.flags.writeable):
             data = np.require(np.broadcast_to(data, shape), requirements=["C", "W"])
         out.data = data  # already the batch's shape (a tile's pointers, its mask): as it is, no copy
         for key, value in _side_arrays(v):
@@ -335,7 +349,7 @@ def _of_active(batch: Batch, data, handle):
     return data[batch.active]
 
 
-def _active_programs(batch: Batch, original, args: tuple, kwargs: dict):
+def _active_programs(batch: Batch, original, args: tuple, kwargs: dict, views: bool = False):
     """A load, store or atomic inside a predicated loop: run for the programs still in their loops only (the
     listeners see those programs' lanes and no other), each other program's result a stand-in: the first
     active program's (a value nobody keeps)."""
@@ -346,7 +360,7 @@ def _active_programs(batch: Batch, original, args: tuple, kwargs: dict):
     CURRENT = sub
     try:
         out = _whole_batch(sub, original, [_programs_of(a, idx) for a in args],
-                           {k: _programs_of(v, idx) for k, v in kwargs.items()})
+                           {k: _programs_of(v, idx) for k, v in kwargs.items()}, views)
     finally:
         CURRENT = batch
         batch.effects, batch.atomics = sub.effects, sub.atomics

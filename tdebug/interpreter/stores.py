@@ -454,9 +454,16 @@ def scalar_locals(frame, program: tuple[int, int] | None = None) -> dict[str, in
 
 
 def program_values(every: dict[str, object], i: int) -> dict[str, int]:
-    """Program i's value of each scalar in `every` (_integer_scalars: an int, or one value per program)."""
-    return {name: int(v if np.ndim(v) == 0 else v[i]) for name, v in every.items()
-            if np.ndim(v) == 0 or not np.ma.is_masked(v[i])}  # masked: not bound in that program
+    """Program i's value of each scalar in `every` (_integer_scalars: an int, one value per program, or a
+    predicated loop's variable, left out where that program has none)."""
+    values: dict[str, int] = {}
+    for name, v in every.items():
+        if isinstance(v, program_axis.LoopValues):
+            if v.bound[i]:
+                values[name] = int(v.values[i])
+        else:
+            values[name] = int(v if np.ndim(v) == 0 else v[i])
+    return values
 
 
 def _integer_scalars(frame) -> dict[str, object]:
@@ -480,7 +487,7 @@ def _integer_scalars(frame) -> dict[str, object]:
         elif data.size == 1:
             found[name] = int(data.reshape(-1)[0])
     batch = program_axis.CURRENT
-    if batch is not None:  # after a predicated loop: its variable's value per program (masked: not bound)
+    if batch is not None:  # after a predicated loop: its variable's value per program
         batch = batch.whole or batch
         for (code, name), values in batch.loop_scalars.items():
             if code is frame.f_code and name in found:
