@@ -51,6 +51,19 @@ class Rows:
                                                strides=(self.step * item, item))
 
 
+@dataclass(frozen=True)
+class RowGroups:
+    """A batched access whose programs, in consecutive groups of `size`, are each Rows (a 2-D grid run outer axis
+    first: the inner axis across each group's runs)."""
+
+    groups: tuple[Rows, ...]
+    size: int  # programs per group
+
+    def parts(self):
+        """(first program row, last + 1, Rows) per group."""
+        return [(i * self.size, (i + 1) * self.size, rows) for i, rows in enumerate(self.groups)]
+
+
 @dataclass
 class Resolved:
     """Every active lane of one batched memory op, as elements of one storage."""
@@ -60,7 +73,7 @@ class Resolved:
     memory: Callable[[np.dtype], np.ndarray]  # the storage's bytes as an array of a dtype (no copy)
     elsize: int
     aligned: bool  # every active lane's address is at a whole element of the storage
-    elements: np.ndarray | Rows  # per active lane, its element index (int64); or the lanes as Rows
+    elements: np.ndarray | Rows | RowGroups  # per active lane, its element index (int64); or the lanes as Rows
     lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane; Rows: their columns)
 
 
@@ -184,6 +197,14 @@ def _load(original):
             out = _masked_off(other, shape, dtype)
             out.reshape(rows.programs, -1)[:, rows.start:rows.stop] = view
             return TensorHandle(out, dtype_tt)
+        if isinstance(r.elements, RowGroups):
+            COUNTS.rows += 1
+            memory = r.memory(dtype)
+            out = _masked_off(other, shape, dtype)
+            rows2d = out.reshape(shape[0], -1)
+            for begin, end, rows in r.elements.parts():
+                rows2d[begin:end, rows.start:rows.stop] = rows.view(memory)
+            return TensorHandle(out, dtype_tt)
         values = r.memory(dtype)[r.elements]
         if r.lanes is None:
             return TensorHandle(values.reshape(shape), dtype_tt)
@@ -225,6 +246,15 @@ def _store(original):
             if undo is not None:
                 undo.save_view(view)
             view[...] = values.reshape(rows.programs, -1)[:, rows.start:rows.stop]
+            return None
+        if isinstance(r.elements, RowGroups):
+            COUNTS.rows += 1
+            every = values.reshape(values.shape[0], -1)
+            for begin, end, rows in r.elements.parts():
+                view = rows.view(memory)
+                if undo is not None:
+                    undo.save_view(view)
+                view[...] = every[begin:end, rows.start:rows.stop]
             return None
         flat = values.reshape(-1)
         if undo is not None:

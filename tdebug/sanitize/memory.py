@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import storage_bytes, storage_poison_mask
-from ..interpreter.batch_memory import Rows, forget_span, program_layout, saved
+from ..interpreter.batch_memory import RowGroups, Rows, forget_span, program_layout, saved
 from ..report import Finding
 from .locks import LockOrder
 from .written import marks_by_element
@@ -418,17 +418,61 @@ class LaunchChecker:
     # -- dense rows: every program one run of elements (a row per program), done on strided views ------------
     def _dense(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None) -> bool:
         """Check a batched load or store whose programs each reach one dense run of one storage's elements, the
-        runs evenly spaced and disjoint (Rows), with (programs, run) views of the shadow tables instead of
-        per-lane index arrays. Only an access that finds nothing is done here, leaving the tables as the lane
-        by lane path would; False (nothing changed): take that path."""
+        runs evenly spaced and disjoint (Rows), or so in each group of consecutive programs (RowGroups: a 2-D grid
+        run with its outer axis first, as the serial engine runs it, its inner axis across the runs: the heads of
+        one query block), with (programs, run) views of the shadow tables instead of per-lane index arrays. Only an
+        access that finds nothing is done here, leaving the tables as the lane by lane path would; False (nothing
+        changed): take that path."""
         found = self._rows(kind, ptrs, mask, origin)
-        if found is None:
+        if found is not None:
+            s, rows = found
+            parts = [(self._programs, rows)]
+            resolved: Rows | RowGroups = rows
+        else:
+            grouped = self._row_groups(kind, ptrs, mask, origin)
+            if grouped is None:
+                return False
+            s, resolved = grouped
+            size = resolved.size
+            parts = [(self._programs[i * size:(i + 1) * size], rows) for i, rows in enumerate(resolved.groups)]
+        if not self._rows_update(kind, s, parts):
             return False
-        s, rows = found
-        if not self._rows_update(kind, s, rows):
-            return False
-        self.resolved = (s, True, rows, None)
+        self.resolved = (s, True, resolved, None)
         return True
+
+    def _row_groups(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
+                    origin: int | None) -> tuple[Shadow, RowGroups] | None:
+        """The access as Rows in each of its equal groups of consecutive programs (one storage, the runs of all
+        groups disjoint), when the programs' first lanes run evenly for a while and then start again; else None."""
+        programs = self._programs
+        count = programs.size
+        if kind == "atomic" or count < 4 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
+                or not ptrs.flags.c_contiguous:
+            return None
+        firsts = ptrs.reshape(count, -1)[:, 0].view(np.int64)
+        steps = np.diff(firsts)
+        breaks = np.flatnonzero(steps != steps[0])
+        size = int(breaks[0]) + 1 if breaks.size else count
+        if size < 2 or size == count or count % size:
+            return None
+        every = ptrs.reshape(count, -1)
+        shared_mask = None if mask is None else np.broadcast_to(mask, ptrs.shape).reshape(count, -1)
+        groups, storage = [], None
+        try:
+            for i in range(0, count, size):
+                self._programs = programs[i:i + size]
+                found = self._rows(kind, every[i:i + size], None if shared_mask is None else shared_mask[i:i + size],
+                                   origin)
+                if found is None or (storage is not None and found[0] is not storage):
+                    return None
+                storage = found[0]
+                groups.append(found[1])
+        finally:
+            self._programs = programs
+        starts = np.sort(np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in groups]))
+        if kind == "store" and (np.diff(starts) < groups[0].stop - groups[0].start).any():
+            return None  # runs of two groups overlap: the lane by lane path tells who races
+        return storage, RowGroups(tuple(groups), size)
 
     def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
               origin: int | None) -> tuple[Shadow, Rows] | None:
@@ -474,56 +518,59 @@ class LaunchChecker:
             return None
         return s, Rows((a0 - s.ptr) // es, step // es, n, count, start, stop, width)
 
-    def _rows_update(self, kind: str, s: Shadow, rows: Rows) -> bool:
-        """The shadow update of a Rows access that finds nothing (False, nothing written: it may find something,
-        the lane by lane path decides)."""
+    def _rows_update(self, kind: str, s: Shadow, parts: list[tuple[np.ndarray, Rows]]) -> bool:
+        """The shadow update of an access as Rows (each with its programs) that finds nothing (False, nothing
+        written: it may find something, the lane by lane path decides). Every part is checked before any is
+        written."""
         checks = self.checks
-        programs = self._programs
         race = "race" in checks and not self.one_program
         if race and self.order is not None and self.order.active:
             return False
         if kind == "load":
-            if "uninit" in checks and s.maybe_cold and not rows.view(s.init).all():
+            if "uninit" in checks and s.maybe_cold and not all(rows.view(s.init).all() for _, rows in parts):
                 return False
             if race:
                 if s.stored:  # its reads go into the reader table now (_readers)
                     return False
-                self._defer_rows(s, rows)
+                for programs, rows in parts:
+                    self._defer_rows(s, rows, programs)
             return True
         if s.marks is None and s.written is not None:
             return False
-        unwritten = True  # no element of the access has a writer in this launch yet
+        unwritten = [True] * len(parts)  # per part: no element of it has a writer in this launch yet
         if race:
             if s.atomic_by is not None:
                 return False
             self._settle(s)  # as the lane by lane path does first: the same if it takes over
-            if s.writer is not None:
-                before = rows.view(s.writer)
-                unwritten = int(before.max()) < 0
-                if not unwritten and not _own(before, programs):
-                    return False
-            if s.reader is not None:
-                read = rows.view(s.reader)
-                if int(read.max()) >= 0:
-                    if not _own(read, programs):
+            for i, (programs, rows) in enumerate(parts):
+                if s.writer is not None:
+                    before = rows.view(s.writer)
+                    unwritten[i] = int(before.max()) < 0
+                    if not unwritten[i] and not _own(before, programs):
                         return False
-                    if s.multi_reader is not None and (rows.view(s.multi_reader) & (read >= 0)).any():
-                        return False
+                if s.reader is not None:
+                    read = rows.view(s.reader)
+                    if int(read.max()) >= 0:
+                        if not _own(read, programs):
+                            return False
+                        if s.multi_reader is not None and (rows.view(s.multi_reader) & (read >= 0)).any():
+                            return False
         if self.undo is not None and not s.stored:
             self.undo.append((s, "stored", None))
         s.stored = True
-        if race:
-            self._write_rows(s, "writer", rows, programs[:, None], NONE if unwritten else None)
-        if s.maybe_cold:
-            self._write_rows(s, "init", rows, True, grows=True)
-        if s.marks is not None:
-            self._write_rows(s, "marks", rows, s.marked, grows=True)
+        for (programs, rows), fresh in zip(parts, unwritten):
+            if race:
+                self._write_rows(s, "writer", rows, programs[:, None], NONE if fresh else None)
+            if s.maybe_cold:
+                self._write_rows(s, "init", rows, True, grows=True)
+            if s.marks is not None:
+                self._write_rows(s, "marks", rows, s.marked, grows=True)
         return True
 
-    def _defer_rows(self, s: Shadow, rows: Rows) -> None:
+    def _defer_rows(self, s: Shadow, rows: Rows, programs: np.ndarray) -> None:
         """_defer's record of a Rows load: each program's first element and count."""
         begin = rows.first + rows.step * np.arange(rows.programs, dtype=np.int64)
-        self._pend(s, (begin, np.full(rows.programs, rows.n, dtype=np.int64), self._programs, rows))
+        self._pend(s, (begin, np.full(rows.programs, rows.n, dtype=np.int64), programs, rows))
 
     def _write_rows(self, s: Shadow, name: str, rows: Rows, value, was=None, grows: bool = False) -> None:
         """_write through a Rows view: undoable while a batch runs (`was`: the one value every element held).

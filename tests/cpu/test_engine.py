@@ -59,6 +59,12 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_dense_rows_write_race"]["findings"] == ["race"]
     assert "uninit" in runs["scenario_dense_rows_uninitialised"]["findings"]
     assert runs["scenario_dense_rows_past_the_end"]["findings"] == ["bounds", "bounds"]
+    # Rows per group of consecutive programs (a 2-D grid, its first axis outer): the same, group by group.
+    for name in ("head_blocks", "head_blocks_in_place", "head_blocks_uninitialised"):
+        assert runs[f"scenario_{name}"]["rows_accesses"] >= 2, name
+    assert runs["scenario_head_blocks"]["findings"] == [] and runs["scenario_head_blocks_in_place"]["findings"] == []
+    assert runs["scenario_head_blocks_uninitialised"]["findings"] == ["uninit"]
+    assert runs["scenario_head_blocks_write_race"]["findings"] == ["race"]  # groups that overlap: lane by lane
 
 
 def test_predicated_loops_identical_under_both_engines():

@@ -521,3 +521,52 @@ def scenario_row_blocks(seed: int):
     y = torch.empty(96 * 4, 32)
     row_blocks_kernel[(96,)](x, y, ROWS=4, N=32)
     return y
+
+
+@triton.jit
+def head_blocks_kernel(x_ptr, y_ptr, z_ptr, S, stride_h, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """Program (block, head) of a 2-D grid reads and writes BLOCK elements of its head's row. In the serial engine's
+    order (the grid's first axis outer) the programs of one block are `stride_h` apart and the next block starts
+    again BLOCK further: a Rows access per block (the checks' RowGroups), the last block's tail masked. MODE 0:
+    y = 2x, y read back, z = x + y; 1: x halved in place; 2: each program also stores the next block of its head's
+    row (a write/write race with a program of the next group)."""
+    blk = tl.program_id(0)
+    head = tl.program_id(1)
+    cols = blk * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < S
+    x = tl.load(x_ptr + head * stride_h + cols, mask=mask, other=0.0)
+    if MODE == 0:
+        tl.store(y_ptr + head * stride_h + cols, x * 2.0, mask=mask)
+        y = tl.load(y_ptr + head * stride_h + cols, mask=mask, other=0.0)
+        tl.store(z_ptr + head * stride_h + cols, x + y, mask=mask)
+    elif MODE == 1:
+        tl.store(x_ptr + head * stride_h + cols, x * 0.5, mask=mask)
+    else:
+        wide = blk * BLOCK + tl.arange(0, 2 * BLOCK)
+        tl.store(y_ptr + head * stride_h + wide, wide.to(tl.float32), mask=wide < S)
+
+
+def _heads(seed: int, mode: int, heads: int = 5, S: int = 300, pad: int = 70, empty_x: bool = False):
+    x = _rand(seed, heads, S + pad)
+    if empty_x:  # the first heads written, the rest as torch.empty left them
+        x = torch.empty(heads, S + pad)
+        x[:2] = _rand(seed, 2, S + pad)
+    y, z = torch.zeros(heads, S + pad), torch.zeros(heads, S + pad)
+    head_blocks_kernel[(triton.cdiv(S, 64), heads)](x, y, z, S, S + pad, BLOCK=64, MODE=mode)
+    return x, y, z
+
+
+def scenario_head_blocks(seed: int):
+    return _heads(seed, 0)
+
+
+def scenario_head_blocks_in_place(seed: int):
+    return _heads(seed, 1)[0]
+
+
+def scenario_head_blocks_write_race(seed: int):
+    return _heads(seed, 2)[1]
+
+
+def scenario_head_blocks_uninitialised(seed: int):
+    return _heads(seed, 0, empty_x=True)[1:]
