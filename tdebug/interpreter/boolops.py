@@ -88,9 +88,13 @@ def reject(message: str) -> None:
 
 
 def _helper(name: str, args: list[ast.expr], node: ast.AST) -> ast.Call:
-    call = ast.Call(func=ast.Attribute(value=ast.Name(id=NAME, ctx=ast.Load()), attr=name, ctx=ast.Load()),
-                    args=args, keywords=[])
-    return ast.copy_location(call, node)
+    """A call of this module's `name`, at node's place: every node made here located (the tree needs no
+    fix_missing_locations walk)."""
+    func = ast.Attribute(value=ast.Name(id=NAME, ctx=ast.Load()), attr=name, ctx=ast.Load())
+    call = ast.Call(func=func, args=args, keywords=[])
+    for made in (call, func, func.value, *(a for a in args if not hasattr(a, "lineno"))):
+        ast.copy_location(made, node)
+    return call
 
 
 def _has_named_expr(node: ast.AST) -> bool:
@@ -144,9 +148,7 @@ def _source(node: ast.AST) -> str:
 
 def rewrite(tree: ast.AST) -> ast.AST:
     """The tree with its boolean operators in the compiler's meaning (locations kept for line numbers)."""
-    tree = BoolOpRewriter().visit(tree)
-    ast.fix_missing_locations(tree)
-    return tree
+    return BoolOpRewriter().visit(tree)
 
 
 def install() -> None:

@@ -99,7 +99,7 @@ class LoopRewriter(ast.NodeTransformer):
         node.iter = _helper("loop", [ast.Constant(target), call.func] + call.args, call, call.keywords)
         begin = ast.Assign(targets=[ast.Name(id=state, ctx=ast.Store())],
                            value=_helper("begin", [_locals()], node))
-        body = [begin] + node.body
+        made = [begin]
         if names:
             # merged = end(state, locals(), names); then each name bound after the iteration (a name assigned
             # only under a constexpr-false `if` is never bound) gets its merged value.
@@ -115,12 +115,20 @@ class LoopRewriter(ast.NodeTransformer):
                                      value=ast.Subscript(value=ast.Name(id=merged_name, ctx=ast.Load()),
                                                          slice=ast.Constant(n), ctx=ast.Load()))],
                     orelse=[]))
-            body.append(ast.If(test=_helper("merging", [ast.Name(id=state, ctx=ast.Load())], node), body=merge,
+            made.append(ast.If(test=_helper("merging", [ast.Name(id=state, ctx=ast.Load())], node), body=merge,
                                orelse=[]))
-        node.body = body
-        for stmt in body:
-            ast.copy_location(stmt, node)
+        node.body = [begin] + node.body + made[1:]
+        for tree in made + [node.iter]:  # the loop's own statements keep their lines
+            _locate(tree, node)
         return node
+
+
+def _locate(tree: ast.AST, node: ast.AST) -> None:
+    """Every node of `tree` made here (no line yet) at node's place: the function needs no
+    fix_missing_locations walk."""
+    for n in ast.walk(tree):
+        if "lineno" in n._attributes and not hasattr(n, "lineno"):
+            ast.copy_location(n, node)
 
 
 def _helper(name: str, args: list[ast.expr], node: ast.AST, keywords: list | None = None) -> ast.Call:
@@ -141,10 +149,7 @@ def rewrite(tree: ast.AST) -> ast.AST:
     """The tree with its simple range loops predicated (the tree as it was when it has none)."""
     for function in getattr(tree, "body", []):
         if isinstance(function, ast.FunctionDef) and any(isinstance(n, ast.For) for n in ast.walk(function)):
-            rewriter = LoopRewriter(function)
-            rewriter.visit(function)
-            if rewriter.count:
-                ast.fix_missing_locations(function)
+            LoopRewriter(function).visit(function)
     return tree
 
 
