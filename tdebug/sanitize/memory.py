@@ -129,12 +129,13 @@ class Shadow:
             self._bytes = storage_bytes(self.ptr, self.nbytes)
         return self._bytes.view(dtype)
 
-    def table(self, name: str) -> np.ndarray:
-        """The table `name`, made now if it is not yet (every element untouched)."""
+    def table(self, name: str, programs: type = np.int32) -> np.ndarray:
+        """The table `name`, made now if it is not yet (every element untouched); `programs`: the integer type
+        its program ids take (LaunchChecker.pid_dtype)."""
         t = getattr(self, name)
         if t is None:
             t = np.zeros(self.elements, dtype=bool) if name == "multi_reader" else \
-                np.full(self.elements, NONE, dtype=np.int32)
+                np.full(self.elements, NONE, dtype=programs)
             setattr(self, name, t)
         return t
 
@@ -314,7 +315,18 @@ class LaunchChecker:
         self._programs: np.ndarray | None = None  # the batched access's programs, one per row of its lanes
         self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
         self.one_program = False  # a launch of one program: no other program to race with
+        # The integer type of the program tables (writer, reader, atomic_by): int16 where every program id fits,
+        # those of programs one block past the grid too (tdebug's probes for unwritten elements): half the bytes
+        # of a table as big as its tensor to fill, page in and read.
+        self.pid_dtype: type = np.int32
+        self._grid: tuple[int, int, int] | None = None
         self._pending_lanes = 0  # lanes of the reads kept aside as they were (_defer), in every storage
+
+    def set_grid(self, gx: int, gy: int, gz: int) -> None:
+        """The launch's grid, before its first access (the program tables' integer type follows from it)."""
+        if self._grid is None:
+            self._grid = (gx, gy, gz)
+            self.pid_dtype = np.int16 if (gx + 1) * (gy + 1) * (gz + 1) < np.iinfo(np.int16).max else np.int32
 
     # -- reporting ---------------------------------------------------------------------------------
     def _issue(self, check: str, message: str, where: tuple[str, int], view: ArgView | None,
@@ -590,7 +602,7 @@ class LaunchChecker:
             else:
                 view = rows.view(array)
                 self.undo.append((view, Ellipsis, view.copy() if was is None else was))
-        rows.view(s.table(name))[...] = value
+        rows.view(s.table(name, self.pid_dtype))[...] = value
 
     def _each_program(self, found: np.ndarray, lane_pids, pid, report: Callable) -> None:
         """report(mask, pid) for the lanes in `found`: once (one program), or once per program with such lanes
@@ -921,7 +933,7 @@ class LaunchChecker:
                 self.undo.append((array, elems, before))
             else:
                 self.undo.append(saved(array, elems))
-        s.table(name)[elems] = value
+        s.table(name, self.pid_dtype)[elems] = value
 
     def checkpoint(self) -> tuple:
         """Start recording what this launch's checks change, to roll back to here."""

@@ -229,6 +229,7 @@ class SanitizerSession:
 
         gx, gy, gz = interpreter_builder.grid_dim
         checker.one_program = gx * gy * gz == 1 and self.probing is None
+        checker.set_grid(gx, gy, gz)
         batch = program_axis.lane_programs()
         pid_of = None
         if batch is not None:  # the batched engine: the lanes of every program of a batch at once

@@ -76,6 +76,14 @@ def test_write_write_race_between_programs():
     assert f.count == 7  # programs 1..7 each overwrite program 0's element
 
 
+def test_a_race_between_programs_past_16_bit_ids_names_them():
+    # The program tables are int16 where every program id fits; 40000 programs need int32.
+    case = sanitize("far_programs_race")
+    (f,) = by_check(case, "race")
+    assert f.tensor == "out_ptr" and "write/write" in f.message
+    assert f.pids == [(39997, 0, 0), (39998, 0, 0), (39999, 0, 0)] and f.count == 3
+
+
 def test_read_write_race_between_programs():
     case = sanitize("read_write_race")
     races = by_check(case, "race")

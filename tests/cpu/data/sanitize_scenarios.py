@@ -136,6 +136,16 @@ def spin_kernel(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, BLOCK), acc)
 
 
+@triton.jit
+def far_programs_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    """Each program writes its own element; the last three also write element 0 (a write/write race with program
+    0, by programs whose ids need more than 16 bits)."""
+    pid = tl.program_id(0)
+    lanes = tl.arange(0, BLOCK)
+    tl.store(out_ptr + pid + lanes, lanes.to(tl.float32) + pid, mask=lanes < 1)
+    tl.store(out_ptr + lanes, lanes.to(tl.float32), mask=(lanes < 1) & (pid >= n - 3))
+
+
 def _autotune_configs():
     return [triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 128) for w in (2, 4)]
 
@@ -184,6 +194,9 @@ def main(name: str) -> None:
         x = torch.randn(1000)
         total = torch.zeros(1)
         sum_store_kernel[(8,)](x, total, 1000, BLOCK=128)
+    elif name == "far_programs_race":
+        n = 40000
+        far_programs_kernel[(n,)](torch.empty(n), n, BLOCK=2)
     elif name == "uninit":
         x = torch.randn(1000)
         out = torch.empty(1000)
