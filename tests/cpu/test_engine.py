@@ -60,11 +60,13 @@ def test_scenarios_identical_under_both_engines():
     assert "uninit" in runs["scenario_dense_rows_uninitialised"]["findings"]
     assert runs["scenario_dense_rows_past_the_end"]["findings"] == ["bounds", "bounds"]
     # Rows per group of consecutive programs (a 2-D grid, its first axis outer): the same, group by group.
-    for name in ("head_blocks", "head_blocks_in_place", "head_blocks_uninitialised"):
+    for name in ("head_blocks", "head_blocks_in_place", "head_blocks_uninitialised", "head_blocks_shared_reads"):
         assert runs[f"scenario_{name}"]["rows_accesses"] >= 2, name
     assert runs["scenario_head_blocks"]["findings"] == [] and runs["scenario_head_blocks_in_place"]["findings"] == []
     assert runs["scenario_head_blocks_uninitialised"]["findings"] == ["uninit"]
     assert runs["scenario_head_blocks_write_race"]["findings"] == ["race"]  # groups that overlap: lane by lane
+    assert runs["scenario_head_blocks_shared_reads"]["findings"] == []
+    assert runs["scenario_head_blocks_read_race"]["findings"] == ["race"]
 
 
 def test_predicated_loops_identical_under_both_engines():

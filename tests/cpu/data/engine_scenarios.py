@@ -529,7 +529,9 @@ def head_blocks_kernel(x_ptr, y_ptr, z_ptr, S, stride_h, BLOCK: tl.constexpr, MO
     order (the grid's first axis outer) the programs of one block are `stride_h` apart and the next block starts
     again BLOCK further: a Rows access per block (the checks' RowGroups), the last block's tail masked. MODE 0:
     y = 2x, y read back, z = x + y; 1: x halved in place; 2: each program also stores the next block of its head's
-    row (a write/write race with a program of the next group)."""
+    row (a write/write race with a program of the next group); 3: every program also reads its head's first block
+    (loads whose groups reach the same runs), z = x + that block; 4: as 3, and the first block's programs then
+    store x's first block (a read/write race with the programs of the other groups)."""
     blk = tl.program_id(0)
     head = tl.program_id(1)
     cols = blk * BLOCK + tl.arange(0, BLOCK)
@@ -541,9 +543,14 @@ def head_blocks_kernel(x_ptr, y_ptr, z_ptr, S, stride_h, BLOCK: tl.constexpr, MO
         tl.store(z_ptr + head * stride_h + cols, x + y, mask=mask)
     elif MODE == 1:
         tl.store(x_ptr + head * stride_h + cols, x * 0.5, mask=mask)
-    else:
+    elif MODE == 2:
         wide = blk * BLOCK + tl.arange(0, 2 * BLOCK)
         tl.store(y_ptr + head * stride_h + wide, wide.to(tl.float32), mask=wide < S)
+    else:
+        first = tl.load(x_ptr + head * stride_h + tl.arange(0, BLOCK))  # every block's programs read it
+        tl.store(z_ptr + head * stride_h + cols, x + first, mask=mask)
+        if MODE == 4:  # and the first block's programs then write it: a read/write race with the others
+            tl.store(x_ptr + head * stride_h + cols, first, mask=mask & (blk == 0))
 
 
 def _heads(seed: int, mode: int, heads: int = 5, S: int = 300, pad: int = 70, empty_x: bool = False):
@@ -570,3 +577,12 @@ def scenario_head_blocks_write_race(seed: int):
 
 def scenario_head_blocks_uninitialised(seed: int):
     return _heads(seed, 0, empty_x=True)[1:]
+
+
+def scenario_head_blocks_shared_reads(seed: int):
+    return _heads(seed, 3)[2]
+
+
+def scenario_head_blocks_read_race(seed: int):
+    x, _, z = _heads(seed, 4)
+    return x, z
