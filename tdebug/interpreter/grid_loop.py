@@ -60,6 +60,7 @@ class Stats:
     batches: int = 0
     splits: int = 0
     predicated_loops: int = 0  # loops run once to the largest trip count of a batch (predicated_loops.py)
+    compacted_iterations: int = 0  # their iterations run on the programs in the loop only (predicated_loops.py)
     fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
 
 

@@ -5,9 +5,12 @@ Each jit function's AST (after the interpreter's own rewrite) has its simple loo
 `for i in range(...)` / `tl.range(...)` rewritten to
     for i in __tdebug_loops__.loop("i", range, ...):
         state = __tdebug_loops__.begin(locals())
+        if __tdebug_loops__.compacting(state):
+            cut = __tdebug_loops__.compact(state, locals(), reads, scalars)
+            if "x" in cut: x = cut["x"]   (and so on: the names the body reads, the function's other locals)
         <body>
         if __tdebug_loops__.merging(state):
-            merged = __tdebug_loops__.end(state, locals(), ("a", "b", ...))
+            merged = __tdebug_loops__.end(state, locals(), ("a", "b", ...), own, reads, scalars)
             if "a" in merged: a = merged["a"]   (and so on: a name bound by neither side stays unbound)
 (only loops whose variable the function names nowhere else, whose body has no break, continue, return, try or
 del). On the serial engine, or when the programs of a batch agree on the bounds, loop() is the range itself. When only
@@ -16,7 +19,10 @@ programs past their own stop are out of the loop; their memory ops, asserts and 
 (program_axis) and, at the end of each such iteration, every name the body assigns gets back, for them, its
 value from before the iteration (end()): after the loop each program holds what it held after its own last
 iteration, as on the serial engine. (A block bound to a name used in the body only is dead for them, and kept as
-it is: only an integer scalar, which tdebug's store records read from the frame, is carried.) Anything this
+it is: only an integer scalar, which tdebug's store records read from the frame, is carried.) An iteration with
+at most COMPACT_AT of the batch's programs still in the loop runs compacted: on a batch of those programs only
+(its `root` the batch grid_loop runs), every per-program value the body reads cut to their rows first (compact())
+and widened back at its end, so the programs out of the loop cost nothing in it. Anything this
 cannot carry (a Python number or object that changed, a value whose extra state differs on the two sides) gives
 up: the batch is split by its programs' trip counts (program_axis.Divergent), as before predication existed; so
 does any error raised in a batch while programs were out of a loop (grid_loop), so a real error is raised again
@@ -43,6 +49,7 @@ patch = patcher("predicated_loops")
 NAME = "__tdebug_loops__"  # the name the rewritten functions reach this module by (set in their globals)
 STATE = "__tdebug_loop_state_{}"
 MERGED = "__tdebug_loop_merged_{}"
+CUT = "__tdebug_loop_cut_{}"
 
 
 # -- the rewrite ------------------------------------------------------------------------------------------------
@@ -72,9 +79,12 @@ class LoopRewriter(ast.NodeTransformer):
     def __init__(self, function: ast.AST) -> None:
         self.count = 0
         self.names: dict[str, list[int]] = {}  # every name in the function -> its nodes (ids)
+        self.local: set[str] = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
         for n in ast.walk(function):
             if isinstance(n, ast.Name):
                 self.names.setdefault(n.id, []).append(id(n))
+                if isinstance(n.ctx, ast.Store):
+                    self.local.add(n.id)  # bound in the function: a local (the only names compact() rebinds)
 
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)  # inner loops first
@@ -99,25 +109,33 @@ class LoopRewriter(ast.NodeTransformer):
         node.iter = _helper("loop", [ast.Constant(target), call.func] + call.args, call, call.keywords)
         begin = ast.Assign(targets=[ast.Name(id=state, ctx=ast.Store())],
                            value=_helper("begin", [_locals()], node))
-        made = [begin]
-        if names:
-            # merged = end(state, locals(), names); then each name bound after the iteration (a name assigned
-            # only under a constexpr-false `if` is never bound) gets its merged value.
+        made = [begin]  # the statements made here, in the order they run around the loop's own
+        reads = [n for n in _read(node.body) if n != target and n in self.local]
+        # The function's other locals: those holding a per-program integer scalar are cut too (tdebug's store
+        # records read every such local of the frame, and must find them all with the same programs).
+        scalars = sorted(self.local - set(reads) - {target})
+        if reads:
+            # A compacted iteration (compact()): the names it reads rebound to the rows of the programs in the loop.
+            cut_name = CUT.format(self.count - 1)
+            cut = [ast.Assign(targets=[ast.Name(id=cut_name, ctx=ast.Store())],
+                              value=_helper("compact", [ast.Name(id=state, ctx=ast.Load()), _locals(),
+                                                        _strings(reads), _strings(scalars)], node))]
+            cut += _rebind(reads + scalars, cut_name)
+            made.append(ast.If(test=_helper("compacting", [ast.Name(id=state, ctx=ast.Load())], node), body=cut,
+                               orelse=[]))
+        before = len(made)
+        if names or reads:
+            # merged = end(state, locals(), names, own, reads); then each name bound after the iteration (a name
+            # assigned only under a constexpr-false `if` is never bound) gets its merged value.
             merged_name = MERGED.format(self.count - 1)
             merge = [ast.Assign(targets=[ast.Name(id=merged_name, ctx=ast.Store())],
                                 value=_helper("end", [ast.Name(id=state, ctx=ast.Load()), _locals(),
-                                                      _strings(names), _strings(own)], node))]
-            for n in names:
-                merge.append(ast.If(
-                    test=ast.Compare(left=ast.Constant(n), ops=[ast.In()],
-                                     comparators=[ast.Name(id=merged_name, ctx=ast.Load())]),
-                    body=[ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
-                                     value=ast.Subscript(value=ast.Name(id=merged_name, ctx=ast.Load()),
-                                                         slice=ast.Constant(n), ctx=ast.Load()))],
-                    orelse=[]))
+                                                      _strings(names), _strings(own), _strings(reads),
+                                                      _strings(scalars)], node))]
+            merge += _rebind(names + [n for n in reads + scalars if n not in names], merged_name)
             made.append(ast.If(test=_helper("merging", [ast.Name(id=state, ctx=ast.Load())], node), body=merge,
                                orelse=[]))
-        node.body = [begin] + node.body + made[1:]
+        node.body = made[:before] + node.body + made[before:]
         for tree in made + [node.iter]:  # the loop's own statements keep their lines
             _locate(tree, node)
         return node
@@ -129,6 +147,29 @@ def _locate(tree: ast.AST, node: ast.AST) -> None:
     for n in ast.walk(tree):
         if "lineno" in n._attributes and not hasattr(n, "lineno"):
             ast.copy_location(n, node)
+
+
+def _read(body: list[ast.stmt]) -> list[str]:
+    """The names the body reads (`x += 1` reads x too)."""
+    names: list[str] = []
+    for stmt in body:
+        for node in ast.walk(stmt):
+            read = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                node, read = node.target, True
+            if read and node.id not in names and not node.id.startswith("__tdebug"):
+                names.append(node.id)
+    return names
+
+
+def _rebind(names: list[str], source: str) -> list[ast.stmt]:
+    """`if "a" in source: a = source["a"]` for each name."""
+    return [ast.If(test=ast.Compare(left=ast.Constant(n), ops=[ast.In()],
+                                    comparators=[ast.Name(id=source, ctx=ast.Load())]),
+                   body=[ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
+                                    value=ast.Subscript(value=ast.Name(id=source, ctx=ast.Load()),
+                                                        slice=ast.Constant(n), ctx=ast.Load()))],
+                   orelse=[]) for n in names]
 
 
 def _helper(name: str, args: list[ast.expr], node: ast.AST, keywords: list | None = None) -> ast.Call:
@@ -219,12 +260,15 @@ def _iterate(batch, start: int, trips: np.ndarray, step: int, key: tuple, before
 
 
 class _Iteration:
-    """The values an iteration began with, for the programs out of the loop."""
+    """The values an iteration began with, for the programs out of the loop; and, when it runs compacted, the
+    batch of the programs in the loop it runs on and their rows in `batch`."""
 
-    __slots__ = ("batch", "active", "before")
+    __slots__ = ("batch", "active", "before", "part", "rows")
 
     def __init__(self, batch, active: np.ndarray, before: dict) -> None:
         self.batch, self.active, self.before = batch, active, before
+        self.part: program_axis.Batch | None = None
+        self.rows: np.ndarray | None = None
 
 
 def begin(frame_locals: dict) -> _Iteration | None:
@@ -238,12 +282,129 @@ def merging(state: _Iteration | None) -> bool:
     return state is not None
 
 
-def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tuple[str, ...] = ()) -> dict:
+COMPACT_AT = 0.75  # an iteration with at most this share of the batch's programs in the loop runs compacted
+
+
+def compacting(state: _Iteration | None) -> bool:
+    return state is not None and int(np.count_nonzero(state.active)) <= COMPACT_AT * state.batch.size
+
+
+def compact(state: _Iteration, frame_locals: dict, reads: tuple[str, ...], scalars: tuple[str, ...] = ()) -> dict:
+    """Run this iteration on the programs in the loop only: a batch of them becomes the current one and every
+    per-program value the body reads is cut to their rows (returned by name, for the rewrite to rebind); end()
+    puts the batch back. Nothing ({}) when a value read may hold per-program data this cannot cut (a block
+    pointer, a tuple, an object): the iteration runs predicated on the whole batch."""
+    batch = state.batch
+    cut = {}
+    for name in reads:
+        if name in frame_locals:
+            value = frame_locals[name]
+            kind = _cuttable(value)
+            if kind is None:
+                return {}
+            # A block of another size is an earlier compacted iteration's value of a name used in the body only
+            # (end() leaves those as they are): dead here, the body binds it before it reads it.
+            if kind and np.shape(value.handle.data)[0] == batch.size:
+                cut[name] = value
+    for name in scalars:  # the other locals' per-program integer scalars (what store records read)
+        value = frame_locals.get(name)
+        if _cuttable(value) and not value.type.is_block() and value.dtype.is_int() \
+                and np.shape(value.handle.data)[0] == batch.size:
+            cut[name] = value
+    rows = np.flatnonzero(state.active)
+    root = batch.root or batch
+    part = program_axis.Batch(batch.pids[:, rows], effects=batch.effects, atomics=batch.atomics, memory=batch.memory,
+                              serial=batch.serial, root=root,
+                              root_rows=rows if batch.root is None else batch.root_rows[rows])
+    part.loop_scalars = {key: program_axis.LoopValues(v.values[rows], v.bound[rows])
+                         for key, v in batch.loop_scalars.items()}
+    state.part, state.rows = part, rows
+    program_axis.CURRENT = part
+    from .grid_loop import STATS
+
+    STATS.compacted_iterations += 1
+    return {name: _cut(value, rows) for name, value in cut.items()}
+
+
+def _cuttable(value: Any) -> bool | None:
+    """True: a per-program tensor compact() cuts; False: nothing per program in it; None: it cannot tell."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    if value is None or isinstance(value, (int, float, bool, str, np.generic, tl.constexpr, tl.dtype)):
+        return False
+    if isinstance(value, tl.tensor):
+        handle = value.handle
+        if type(handle) is not TensorHandle:
+            return None
+        if not getattr(handle, MARK, False):
+            return False
+        for extra in _extras(handle).values():  # what the checks keep beside a value
+            if isinstance(extra, tuple):  # a product's factors (fma)
+                if not all(type(x) is TensorHandle for x in extra):
+                    return None
+            elif not isinstance(extra, (int, str)):  # a storage's address (provenance): the same in every program
+                return None
+        return True
+    return None
+
+
+def _cut(value, rows: np.ndarray):
+    out = copy.copy(value)
+    out.handle = _rows_of(value.handle, rows)
+    return out
+
+
+def _widen(value, rows: np.ndarray, size: int):
+    """A value of a compacted iteration (of `size` programs) as one of the whole batch (`rows`: each program's row
+    in it; programs out of the loop take any row: their values are stand-ins end() replaces)."""
+    import triton.language as tl
+
+    if not isinstance(value, tl.tensor) or not getattr(value.handle, MARK, False):
+        return value
+    if np.shape(value.handle.data)[0] != size:  # not the iteration's (cannot be: every value read was cut)
+        raise Divergent((program_axis.CURRENT.root or program_axis.CURRENT).trip_counts.copy())
+    out = copy.copy(value)
+    out.handle = _rows_of(value.handle, rows)
+    return out
+
+
+def _rows_of(handle, rows: np.ndarray):
+    """A batched handle's rows `rows` (program_axis.slice_program), a product's factors' too."""
+    out = program_axis.slice_program(handle, rows)
+    for key, extra in _extras(handle).items():
+        if isinstance(extra, tuple):  # a product's factors, per program
+            setattr(out, key, tuple(_rows_of(x, rows) if getattr(x, MARK, False) else x for x in extra))
+    return out
+
+
+def _close(state: _Iteration) -> np.ndarray:
+    """End a compacted iteration: the whole batch current again, with what its part did (effects, atomics, the
+    values of its loops' variables). Returns each program's row in the part (programs out of the loop: any)."""
+    batch, part, rows = state.batch, state.part, state.rows
+    program_axis.CURRENT = batch
+    batch.effects, batch.atomics = part.effects, part.atomics
+    for key, v in part.loop_scalars.items():
+        old = batch.loop_scalars.get(key)
+        values = old.values.copy() if old is not None else np.zeros(batch.size, dtype=v.values.dtype)
+        bound = old.bound.copy() if old is not None else np.zeros(batch.size, dtype=bool)
+        values[rows], bound[rows] = v.values, v.bound
+        batch.loop_scalars[key] = program_axis.LoopValues(values, bound)
+    where = np.zeros(batch.size, dtype=np.intp)
+    where[rows] = np.arange(rows.size)
+    return where
+
+
+def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tuple[str, ...] = (),
+        reads: tuple[str, ...] = (), scalars: tuple[str, ...] = ()) -> dict:
     """Each bound name's value after the iteration for the programs in the loop, before it for the others (`own`:
-    the names used in the body only, whose blocks need no merge)."""
+    the names used in the body only, whose blocks need no merge); after a compacted iteration, the values it made
+    widened to the whole batch first, and the names it only read as they were before it."""
     import triton.language as tl
 
     out = {}
+    part = state.part
+    where = _close(state) if part is not None else None
     for name in names:
         if name in own:
             value = frame_locals.get(name)
@@ -253,15 +414,55 @@ def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tupl
             if name in state.before:
                 _give_up(state.batch, f"`{name}` was unbound by the iteration")
             continue
+        value = frame_locals[name]
+        if where is not None:
+            if name in state.before:
+                merged = _merge_rows(state, state.before[name], value)
+                if merged is not None:
+                    out[name] = merged
+                    continue
+            value = _widen(value, where, part.size)
         if name not in state.before:  # bound in the loop only: a loop-local value (the compiler refuses a use
-            out[name] = frame_locals[name]  # after the loop of a name bound only inside it)
+            out[name] = value  # after the loop of a name bound only inside it)
             continue
-        out[name] = _merge(state, state.before[name], frame_locals[name], name)
+        out[name] = _merge(state, state.before[name], value, name)
+    if part is not None:
+        out.update({name: state.before[name] for name in reads + scalars
+                    if name not in names and name in state.before})
     return out
 
 
+def _merge_rows(state: _Iteration, old: Any, new: Any) -> Any:
+    """_merge of a compacted iteration's value of a plain tensor (no side arrays, no per-program state beside
+    it): a copy of the old value with the part's rows put in (None: the general way, widened then merged)."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    if not (isinstance(new, tl.tensor) and isinstance(old, tl.tensor)) or type(new) is not type(old) \
+            or new.type != old.type:
+        return None
+    a, b = old.handle, new.handle
+    if type(a) is not TensorHandle or type(b) is not TensorHandle or not getattr(a, MARK, False) \
+            or not getattr(b, MARK, False) or a.dtype != b.dtype:
+        return None
+    old_data, new_data = np.asarray(a.data), np.asarray(b.data)
+    if old_data.dtype != new_data.dtype or old_data.shape[0] != state.batch.size \
+            or new_data.shape != (state.rows.size,) + old_data.shape[1:] or _side_arrays(a) or _side_arrays(b):
+        return None
+    extra = _extras(a)
+    if extra.keys() != _extras(b).keys() or any(isinstance(v, tuple) or v != getattr(b, k) for k, v in extra.items()):
+        return None
+    data = np.array(old_data, order="C")
+    data[state.rows] = new_data
+    handle = copy.copy(b)
+    handle.data = data
+    merged = copy.copy(new)
+    merged.handle = handle
+    return merged
+
+
 def _give_up(batch, why: str) -> None:
-    raise Divergent(batch.trip_counts.copy())
+    raise Divergent((batch.root or batch).trip_counts.copy())
 
 
 def _merge(state: _Iteration, old: Any, new: Any, name: str) -> Any:

@@ -73,6 +73,10 @@ class Batch:
     # part's programs in it (kernel locals hold values for every program of `whole`).
     whole: Batch | None = None
     rows: np.ndarray | None = None
+    # A compacted iteration of a predicated loop (predicated_loops.compact) runs on a batch of the programs in the
+    # loop, kernel locals cut to theirs: `root` is the batch grid_loop runs, `root_rows` the programs' rows in it.
+    root: Batch | None = None
+    root_rows: np.ndarray | None = None
     # (code, name) -> each program's value of a predicated loop's variable after the loop
     loop_scalars: dict[tuple, LoopValues] = field(default_factory=dict)
 
@@ -559,6 +563,8 @@ def uniform(tensor):
     first = deciding[0]
     if (deciding == first).all() or (deciding != deciding).all():
         return first
+    if CURRENT.root is not None:  # a compacted iteration: split the batch grid_loop runs by its loop's trips
+        raise Divergent(CURRENT.root.trip_counts.copy())
     raise Divergent(values.copy())
 
 

@@ -366,7 +366,7 @@ class StoreRecorder:
         batch = program_axis.CURRENT
         if program is None or batch is None:
             return scalar_locals(frame)
-        key = (batch.serial, batch.effects, id(frame), frame.f_lineno)
+        key = (batch.serial, batch.effects, batch.size, id(frame), frame.f_lineno)
         if self._frame_scalars[0] != key:
             self._frame_scalars = (key, _integer_scalars(frame))
         return program_values(self._frame_scalars[1], program[0])
@@ -420,6 +420,11 @@ class StoreRecorder:
             part_active, active = active, np.zeros(batch.whole.size, dtype=bool)
             active[batch.rows] = part_active
             batch = batch.whole
+        elif batch.root is not None:  # a compacted iteration: the scalars are its programs', put in their rows
+            part_active, active = active, np.zeros(batch.root.size, dtype=bool)
+            active[batch.root_rows] = part_active
+            every = {k: _widened(v, batch.root_rows, batch.root.size) for k, v in every.items()}
+            batch = batch.root
         have_key = (batch.serial, "scalars")
         have = self._hits.get(have_key)
         new = active if have is None else active & ~have
@@ -428,6 +433,19 @@ class StoreRecorder:
             every = {k: v if np.ndim(v) == 0 else v.copy() if isinstance(v, np.ndarray) else np.array(v)
                      for k, v in every.items()}
             launch.raw_scalars.append((batch.pids, np.flatnonzero(new), every))
+
+
+def _widened(value, rows: np.ndarray, size: int):
+    """A compacted iteration's value of an integer scalar (_integer_scalars) in its programs' rows of the whole."""
+    if isinstance(value, program_axis.LoopValues):
+        values, bound = np.zeros(size, dtype=value.values.dtype), np.zeros(size, dtype=bool)
+        values[rows], bound[rows] = value.values, value.bound
+        return program_axis.LoopValues(values, bound)
+    if np.ndim(value) == 0:
+        return value
+    out = np.zeros(size, dtype=np.asarray(value).dtype)
+    out[rows] = value
+    return out
 
 
 def _shared_rows(mask: np.ndarray, same: bool = False) -> np.ndarray:

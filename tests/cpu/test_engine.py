@@ -85,6 +85,10 @@ def test_predicated_loops_identical_under_both_engines():
     # A real error while other programs are past their bound: raised again by its own program.
     assert runs["scenario_late_error"]["splits"] >= 1
     assert "program (3, 0, 0)" in runs["scenario_late_error"]["error"]
+    # Iterations with few programs left in the loop ran on those programs only (compacted), the same results.
+    for name in ("online_softmax", "own_bound", "silent_past_bound", "effects_in_loop", "varlen_recurrence",
+                 "nested_ragged"):
+        assert runs[f"scenario_{name}"]["compacted_iterations"] >= 1, name
 
 
 def test_catalogue_identical_under_both_engines():

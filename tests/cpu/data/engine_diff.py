@@ -99,12 +99,14 @@ def scenarios(path, names: list[str], session) -> int:
             continue
         a = run_scenario(getattr(module, name), seed, session, "serial")
         splits, predicated = grid_loop.STATS.splits, grid_loop.STATS.predicated_loops
+        compacted = grid_loop.STATS.compacted_iterations
         rows = batch_memory.COUNTS.rows
         b = run_scenario(getattr(module, name), seed, session, "batched")
         report["scenarios"][name] = {"batched_launches": b["batched"], "error": b["error"],
                                      "findings": [json.loads(f)["check"] for f in b["findings"]],
                                      "splits": grid_loop.STATS.splits - splits,
                                      "predicated_loops": grid_loop.STATS.predicated_loops - predicated,
+                                     "compacted_iterations": grid_loop.STATS.compacted_iterations - compacted,
                                      "rows_accesses": batch_memory.COUNTS.rows - rows}
         for key in ("out", "findings", "error", "records"):
             if not _same(a[key], b[key]):

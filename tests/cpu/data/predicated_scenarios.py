@@ -248,3 +248,25 @@ def scenario_varlen_recurrence(seed: int):
     state = torch.empty(lengths.numel(), h, d)
     varlen_recurrence_kernel[(h, lengths.numel())](x, gate, out, state, cu, H=h, D=d, USE_GATE=True, USE_BIAS=False)
     return out, state
+
+
+@triton.jit
+def nested_ragged_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Both loops' trip counts differ between programs (the inner one with the outer's variable too), a store in
+    the inner loop: iterations with few programs left run compacted, an inner one inside an outer one."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(0, pid + 1):
+        row = tl.load(x_ptr + (pid * 8 + i) * BLOCK + offs)
+        for j in range(0, pid - i + 1):
+            acc += row * (j + 1)
+            tl.store(out_ptr + (pid * 64 + i * 8 + j) * BLOCK + offs, acc)
+    tl.store(out_ptr + (pid * 64 + 63) * BLOCK + offs, acc)
+
+
+def scenario_nested_ragged(seed: int):
+    x = _rand(seed, 64, 4)
+    out = torch.full((8 * 64, 4), float("nan"))
+    nested_ragged_kernel[(8,)](x, out, BLOCK=4)
+    return out
