@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS_SCRIPT = ROOT / "scripts" / "bench_engine" / "workloads.py"
 WORKLOADS = ["matmul", "softmax", "rms_norm_fwd", "rms_norm_bwd", "attention_causal", "matmul_splitk", "spin_lock",
              "matmul_bf16", "rms_norm_bf16_fwd", "rms_norm_bf16_bwd", "small_launches", "row_stream",
-             "row_stream_repeated"]
+             "row_stream_repeated", "varlen_chunks"]
 MODES = ["plain", "serial", "batched"]
 MARK = "TDEBUG_BENCH "
 QUICK_NOTE = ", quick sizes, every workload in one process per mode (cmd, RSS and findings are the process's)"

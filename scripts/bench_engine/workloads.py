@@ -301,6 +301,49 @@ def row_stream_repeated():
     return timer, [y], max_err(y, x.double() * -0.5), 0.0, rows, f"{triton.cdiv(cols, 8192)} (4 launches)"
 
 
+@triton.jit
+def _chunk_states(k_ptr, v_ptr, out_ptr, cu_seqlens, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                  BT: tl.constexpr):
+    """A decayed K^T V state over a varlen batch in chunks of BT steps, in the style of linear-attention
+    libraries: program (head, sequence) walks its own sequence (bos..eos from cu_seqlens), so the trip count is
+    the sequence's."""
+    i_h, i_n = tl.program_id(0), tl.program_id(1)
+    bos = tl.load(cu_seqlens + i_n).to(tl.int64)
+    eos = tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    T = eos - bos
+    rk, rv, rt = tl.arange(0, K), tl.arange(0, V), tl.arange(0, BT)
+    h = tl.zeros([K, V], dtype=tl.float32)
+    for i_t in range(0, tl.cdiv(T, BT)):
+        t = i_t * BT + rt
+        m = t < T
+        k = tl.load(k_ptr + ((bos + t) * H + i_h)[:, None] * K + rk[None, :], mask=m[:, None], other=0.0)
+        v = tl.load(v_ptr + ((bos + t) * H + i_h)[:, None] * V + rv[None, :], mask=m[:, None], other=0.0)
+        h = h * 0.99 + tl.dot(tl.trans(k), v, input_precision="ieee")
+    tl.store(out_ptr + (i_n * H + i_h) * K * V + rk[:, None] * V + rv[None, :], h)
+
+
+def varlen_chunks():
+    """_chunk_states over a skewed varlen batch: one long sequence among short ones (2048 and 15 x 128 steps, 4
+    heads: 64 programs, 32 chunks against 2), so most of the long loop runs with few programs left in it."""
+    H, K, V, BT = (2, 16, 16, 32) if QUICK else (4, 32, 32, 64)
+    lengths = torch.tensor([128] + [32] * 3 if QUICK else [2048] + [128] * 15, dtype=torch.int64)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+    k, v = randn(int(cu[-1]), H, K), randn(int(cu[-1]), H, V)
+    out = torch.empty(len(lengths), H, K, V)
+    with Timer() as timer:
+        _chunk_states[(H, len(lengths))](k, v, out, cu, H=H, K=K, V=V, BT=BT)
+    ref = torch.empty(out.shape, dtype=torch.float64)
+    for n in range(len(lengths)):
+        for h in range(H):
+            state = torch.zeros(K, V, dtype=torch.float64)
+            for c in range(int(cu[n]), int(cu[n + 1]), BT):
+                end = min(c + BT, int(cu[n + 1]))
+                state = state * 0.99 + k[c:end, h].double().T @ v[c:end, h].double()
+            ref[n, h] = state
+    chunks = triton.cdiv(lengths, BT)
+    return timer, [out], max_err(out, ref), 1e-3, H * len(lengths), f"{int(chunks.min())}..{int(chunks.max())}"
+
+
 def first_launch_imports() -> None:
     """What Triton imports at a process's first launch, imported now (outside every timer, in every mode)."""
     import importlib.util
@@ -311,7 +354,7 @@ def first_launch_imports() -> None:
 
 WORKLOADS: dict[str, Callable] = {f.__name__: f for f in (
     matmul, softmax, rms_norm_fwd, rms_norm_bwd, attention_causal, matmul_splitk, spin_lock, matmul_bf16,
-    rms_norm_bf16_fwd, rms_norm_bf16_bwd, small_launches, row_stream, row_stream_repeated)}
+    rms_norm_bf16_fwd, rms_norm_bf16_bwd, small_launches, row_stream, row_stream_repeated, varlen_chunks)}
 
 
 def main() -> int:
