@@ -415,7 +415,7 @@ def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tupl
                 _give_up(state.batch, f"`{name}` was unbound by the iteration")
             continue
         value = frame_locals[name]
-        if where is not None:
+        if where is not None and value is not state.before.get(name):  # (not bound again: as it was)
             if name in state.before:
                 merged = _merge_rows(state, state.before[name], value)
                 if merged is not None:

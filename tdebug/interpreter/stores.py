@@ -420,7 +420,7 @@ class StoreRecorder:
             part_active, active = active, np.zeros(batch.whole.size, dtype=bool)
             active[batch.rows] = part_active
             batch = batch.whole
-        elif batch.root is not None:  # a compacted iteration: the scalars are its programs', put in their rows
+        if batch.root is not None:  # a compacted iteration: the scalars are its programs', put in their rows
             part_active, active = active, np.zeros(batch.root.size, dtype=bool)
             active[batch.root_rows] = part_active
             every = {k: _widened(v, batch.root_rows, batch.root.size) for k, v in every.items()}
