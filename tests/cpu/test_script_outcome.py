@@ -5,6 +5,7 @@ debugger ends the run as asked."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,13 @@ def tdebug(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     ("raise_sigint", ["script_outcomes.py:47", "the script raised KeyboardInterrupt", "failed (exit code 1)"]),
 ])
 def test_a_scripts_own_exit_code_is_its_failure_not_tdebugs(mode, words):
-    r = invoke("run", str(SCRIPT), "--", mode)
+    # The script inherits SIGINT's disposition, as under plain python: run from a shell's background job (SIGINT
+    # ignored there), its raise_signal(SIGINT) would do nothing. Not ignored here, wherever the suite runs.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        r = invoke("run", str(SCRIPT), "--", mode)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert r.exit_code == 1, r.output
     assert all(w in r.output for w in words), r.output
     assert "Traceback" not in r.output
