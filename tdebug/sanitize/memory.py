@@ -481,9 +481,12 @@ class LaunchChecker:
                 groups.append(found[1])
         finally:
             self._programs = programs
-        starts = np.sort(np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in groups]))
-        if kind == "store" and (np.diff(starts) < groups[0].stop - groups[0].start).any():
-            return None  # runs of two groups overlap: the lane by lane path tells who races
+        if kind == "store":  # runs of two groups that overlap: the lane by lane path tells who races
+            starts = np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in groups])
+            ends = starts + np.repeat([r.n for r in groups], size)  # each group's runs are its own length
+            order = np.argsort(starts, kind="stable")
+            if (ends[order][:-1] > starts[order][1:]).any():
+                return None
         return storage, RowGroups(tuple(groups), size)
 
     def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,

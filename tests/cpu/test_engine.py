@@ -67,6 +67,7 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_head_blocks_write_race"]["findings"] == ["race"]  # groups that overlap: lane by lane
     assert runs["scenario_head_blocks_shared_reads"]["findings"] == []
     assert runs["scenario_head_blocks_read_race"]["findings"] == ["race"]
+    assert runs["scenario_head_blocks_uneven_race"]["findings"] == ["race"]  # runs of unequal length overlap
 
 
 def test_predicated_loops_identical_under_both_engines():

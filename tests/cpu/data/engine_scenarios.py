@@ -531,7 +531,9 @@ def head_blocks_kernel(x_ptr, y_ptr, z_ptr, S, stride_h, BLOCK: tl.constexpr, MO
     y = 2x, y read back, z = x + y; 1: x halved in place; 2: each program also stores the next block of its head's
     row (a write/write race with a program of the next group); 3: every program also reads its head's first block
     (loads whose groups reach the same runs), z = x + that block; 4: as 3, and the first block's programs then
-    store x's first block (a read/write race with the programs of the other groups)."""
+    store x's first block (a read/write race with the programs of the other groups); 5: as 3, and each program
+    stores BLOCK elements of y half a block after the previous block's (the first block's programs half as many):
+    runs of different lengths per group, a write/write race between the later groups."""
     blk = tl.program_id(0)
     head = tl.program_id(1)
     cols = blk * BLOCK + tl.arange(0, BLOCK)
@@ -551,6 +553,10 @@ def head_blocks_kernel(x_ptr, y_ptr, z_ptr, S, stride_h, BLOCK: tl.constexpr, MO
         tl.store(z_ptr + head * stride_h + cols, x + first, mask=mask)
         if MODE == 4:  # and the first block's programs then write it: a read/write race with the others
             tl.store(x_ptr + head * stride_h + cols, first, mask=mask & (blk == 0))
+        if MODE == 5:  # half blocks apart, the first block's runs half as long: a block's run overlaps the next's
+            half = blk * (BLOCK // 2) + tl.arange(0, BLOCK)
+            lanes = tl.where(blk == 0, BLOCK // 2, BLOCK)
+            tl.store(y_ptr + head * stride_h + half, first, mask=tl.arange(0, BLOCK) < lanes)
 
 
 def _heads(seed: int, mode: int, heads: int = 5, S: int = 300, pad: int = 70, empty_x: bool = False):
@@ -586,3 +592,7 @@ def scenario_head_blocks_shared_reads(seed: int):
 def scenario_head_blocks_read_race(seed: int):
     x, _, z = _heads(seed, 4)
     return x, z
+
+
+def scenario_head_blocks_uneven_race(seed: int):
+    return _heads(seed, 5)[1]
