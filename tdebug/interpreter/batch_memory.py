@@ -188,22 +188,15 @@ def _load(original):
         if r is None:
             return original(*args, **kwargs)
         shape = ptrs.data.shape
-        if isinstance(r.elements, Rows):
-            rows = r.elements
-            COUNTS.rows += 1
-            view = rows.view(r.memory(dtype))
-            if rows.every_lane:
-                return TensorHandle(np.array(view).reshape(shape), dtype_tt)
-            out = _masked_off(other, shape, dtype)
-            out.reshape(rows.programs, -1)[:, rows.start:rows.stop] = view
-            return TensorHandle(out, dtype_tt)
-        if isinstance(r.elements, RowGroups):
+        if isinstance(r.elements, (Rows, RowGroups)):
             COUNTS.rows += 1
             memory = r.memory(dtype)
+            if isinstance(r.elements, Rows) and r.elements.every_lane:
+                return TensorHandle(np.array(r.elements.view(memory)).reshape(shape), dtype_tt)
             out = _masked_off(other, shape, dtype)
-            rows2d = out.reshape(shape[0], -1)
-            for begin, end, rows in r.elements.parts():
-                rows2d[begin:end, rows.start:rows.stop] = rows.view(memory)
+            every = out.reshape(shape[0], -1)
+            for begin, end, rows in _parts(r.elements):
+                every[begin:end, rows.start:rows.stop] = rows.view(memory)
             return TensorHandle(out, dtype_tt)
         values = r.memory(dtype)[r.elements]
         if r.lanes is None:
@@ -213,6 +206,11 @@ def _load(original):
         return TensorHandle(out, dtype_tt)
 
     return create_masked_load
+
+
+def _parts(elements: Rows | RowGroups) -> list[tuple[int, int, Rows]]:
+    """(first program row, last + 1, Rows) per group of an access done through Rows views (Rows: one group)."""
+    return elements.parts() if isinstance(elements, RowGroups) else [(0, elements.programs, elements)]
 
 
 def _masked_off(other, shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -239,18 +237,10 @@ def _store(original):
                 undo.take()
             return original(*args, **kwargs)
         memory = r.memory(values.dtype)
-        if isinstance(r.elements, Rows):
-            rows = r.elements
-            COUNTS.rows += 1
-            view = rows.view(memory)
-            if undo is not None:
-                undo.save_view(view)
-            view[...] = values.reshape(rows.programs, -1)[:, rows.start:rows.stop]
-            return None
-        if isinstance(r.elements, RowGroups):
+        if isinstance(r.elements, (Rows, RowGroups)):
             COUNTS.rows += 1
             every = values.reshape(values.shape[0], -1)
-            for begin, end, rows in r.elements.parts():
+            for begin, end, rows in _parts(r.elements):
                 view = rows.view(memory)
                 if undo is not None:
                     undo.save_view(view)

@@ -435,7 +435,7 @@ class LaunchChecker:
         one query block), with (programs, run) views of the shadow tables instead of per-lane index arrays. Only an
         access that finds nothing is done here, leaving the tables as the lane by lane path would; False (nothing
         changed): take that path."""
-        found = self._rows(kind, ptrs, mask, origin)
+        found = self._rows(kind, ptrs, mask, origin, self._programs.size)
         if found is not None:
             s, rows = found
             parts = [(self._programs, rows)]
@@ -445,8 +445,7 @@ class LaunchChecker:
             if grouped is None:
                 return False
             s, resolved = grouped
-            size = resolved.size
-            parts = [(self._programs[i * size:(i + 1) * size], rows) for i, rows in enumerate(resolved.groups)]
+            parts = [(self._programs[begin:end], rows) for begin, end, rows in resolved.parts()]
         if not self._rows_update(kind, s, parts):
             return False
         self.resolved = (s, True, resolved, None)
@@ -456,8 +455,7 @@ class LaunchChecker:
                     origin: int | None) -> tuple[Shadow, RowGroups] | None:
         """The access as Rows in each of its equal groups of consecutive programs (one storage, the runs of all
         groups disjoint), when the programs' first lanes run evenly for a while and then start again; else None."""
-        programs = self._programs
-        count = programs.size
+        count = self._programs.size
         if kind == "atomic" or count < 4 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
                 or not ptrs.flags.c_contiguous:
             return None
@@ -470,17 +468,13 @@ class LaunchChecker:
         every = ptrs.reshape(count, -1)
         shared_mask = None if mask is None else np.broadcast_to(mask, ptrs.shape).reshape(count, -1)
         groups, storage = [], None
-        try:
-            for i in range(0, count, size):
-                self._programs = programs[i:i + size]
-                found = self._rows(kind, every[i:i + size], None if shared_mask is None else shared_mask[i:i + size],
-                                   origin)
-                if found is None or (storage is not None and found[0] is not storage):
-                    return None
-                storage = found[0]
-                groups.append(found[1])
-        finally:
-            self._programs = programs
+        for i in range(0, count, size):
+            found = self._rows(kind, every[i:i + size], None if shared_mask is None else shared_mask[i:i + size],
+                               origin, size)
+            if found is None or (storage is not None and found[0] is not storage):
+                return None
+            storage = found[0]
+            groups.append(found[1])
         if kind == "store":  # runs of two groups that overlap: the lane by lane path tells who races
             starts = np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in groups])
             ends = starts + np.repeat([r.n for r in groups], size)  # each group's runs are its own length
@@ -489,11 +483,10 @@ class LaunchChecker:
                 return None
         return storage, RowGroups(tuple(groups), size)
 
-    def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
-              origin: int | None) -> tuple[Shadow, Rows] | None:
-        """The access as Rows of one storage, when it is one (checked on every active lane), else None."""
-        programs = self._programs
-        count = programs.size
+    def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None,
+              count: int) -> tuple[Shadow, Rows] | None:
+        """The access (`count` programs, a row of ptrs each) as Rows of one storage, when it is one (checked on
+        every active lane), else None."""
         if kind == "atomic" or count < 2 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
                 or not ptrs.flags.c_contiguous:
             return None
