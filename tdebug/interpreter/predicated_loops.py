@@ -316,8 +316,7 @@ def compact(state: _Iteration, frame_locals: dict, reads: tuple[str, ...], scala
     part = program_axis.Batch(batch.pids[:, rows], effects=batch.effects, atomics=batch.atomics, memory=batch.memory,
                               serial=batch.serial, root=root,
                               root_rows=rows if batch.root is None else batch.root_rows[rows])
-    part.loop_scalars = {key: program_axis.LoopValues(v.values[rows], v.bound[rows])
-                         for key, v in batch.loop_scalars.items()}
+    part.loop_scalars = {key: v.of_rows(rows) for key, v in batch.loop_scalars.items()}
     state.part, state.rows = part, rows
     program_axis.CURRENT = part
     from .grid_loop import STATS
@@ -363,7 +362,7 @@ def _widen(value, rows: np.ndarray, size: int):
     if not isinstance(value, tl.tensor) or not getattr(value.handle, MARK, False):
         return value
     if np.shape(value.handle.data)[0] != size:  # not the iteration's (cannot be: every value read was cut)
-        raise Divergent((program_axis.CURRENT.root or program_axis.CURRENT).trip_counts.copy())
+        _give_up(program_axis.CURRENT, "a value of another batch's programs")
     out = copy.copy(value)
     out.handle = _rows_of(value.handle, rows)
     return out
@@ -385,11 +384,7 @@ def _close(state: _Iteration) -> np.ndarray:
     program_axis.CURRENT = batch
     batch.effects, batch.atomics = part.effects, part.atomics
     for key, v in part.loop_scalars.items():
-        old = batch.loop_scalars.get(key)
-        values = old.values.copy() if old is not None else np.zeros(batch.size, dtype=v.values.dtype)
-        bound = old.bound.copy() if old is not None else np.zeros(batch.size, dtype=bool)
-        values[rows], bound[rows] = v.values, v.bound
-        batch.loop_scalars[key] = program_axis.LoopValues(values, bound)
+        batch.loop_scalars[key] = v.placed(rows, batch.size, batch.loop_scalars.get(key))
     where = np.zeros(batch.size, dtype=np.intp)
     where[rows] = np.arange(rows.size)
     return where

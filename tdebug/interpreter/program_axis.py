@@ -115,6 +115,18 @@ class LoopValues:
     values: np.ndarray
     bound: np.ndarray
 
+    def of_rows(self, rows: np.ndarray) -> LoopValues:
+        """The values of the programs `rows` (a compacted iteration's part)."""
+        return LoopValues(self.values[rows], self.bound[rows])
+
+    def placed(self, rows: np.ndarray, size: int, under: LoopValues | None = None) -> LoopValues:
+        """These values in the rows `rows` of `size` programs, the other programs' from `under` (without it:
+        unbound)."""
+        values = under.values.copy() if under is not None else np.zeros(size, dtype=self.values.dtype)
+        bound = under.bound.copy() if under is not None else np.zeros(size, dtype=bool)
+        values[rows], bound[rows] = self.values, self.bound
+        return LoopValues(values, bound)
+
 
 CURRENT: Batch | None = None  # the batch running now (grid_loop sets it)
 LARGEST = [0]  # elements of the largest block a memory op of any batch touched, per program (sizes batches)

@@ -438,9 +438,7 @@ class StoreRecorder:
 def _widened(value, rows: np.ndarray, size: int):
     """A compacted iteration's value of an integer scalar (_integer_scalars) in its programs' rows of the whole."""
     if isinstance(value, program_axis.LoopValues):
-        values, bound = np.zeros(size, dtype=value.values.dtype), np.zeros(size, dtype=bool)
-        values[rows], bound[rows] = value.values, value.bound
-        return program_axis.LoopValues(values, bound)
+        return value.placed(rows, size)
     if np.ndim(value) == 0:
         return value
     out = np.zeros(size, dtype=np.asarray(value).dtype)
