@@ -1,7 +1,9 @@
 """Three memoisations in Triton's per-op and per-launch interpreter path, with unchanged results: the language is
 patched once per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv
 and user helpers), the builtins it patches are listed once rather than with inspect.getmembers at every launch,
-and `_get_np_dtype` answers from a table instead of building a 19-entry dict on each call.
+and `_get_np_dtype` answers from a table instead of building a 19-entry dict on each call. And one shortcut in
+the rewrite of each jit function (once per function and process): its file and `def` line read from the source
+lines Python keeps, where Triton builds a whole JITFunction (signature, source, hashing) to learn them.
 
 Why the first is exact: Triton's `_patch_lang(fn)` swaps the builtins of the `tl` modules that fn's module
 can see for interpreted versions, and a device-function call (`InterpretedFunction.__call__`) runs it again
@@ -155,6 +157,28 @@ def _memo_np_dtype(original):
     return _get_np_dtype
 
 
+def _file_line_from_source(original):
+    """FunctionRewriter._get_jit_fn_file_line: Triton's answer is JITFunction(fn)'s file (fn.__code__'s) and the
+    line of the first `def ` line of fn's source block (inspect.getsourcelines: from co_firstlineno, the first
+    decorator's line, on); the same read from linecache's lines of that file. A function whose source is not a
+    plain function's (wrapped, no file lines, no such line) goes to Triton's own."""
+    import linecache
+
+    def _get_jit_fn_file_line(self):
+        fn = getattr(self, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if code is None or hasattr(fn, "__wrapped__"):
+            return original(self)
+        lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
+        first = code.co_firstlineno
+        for number in range(first, min(len(lines), first + 200) + 1):
+            if lines[number - 1].strip().startswith("def "):
+                return code.co_filename, number
+        return original(self)
+
+    return _get_jit_fn_file_line
+
+
 def install() -> None:
     """After aliases.install: the once-per-launch check wraps the alias patch too."""
     from triton.runtime import interpreter
@@ -164,3 +188,4 @@ def install() -> None:
     patch(interpreter.GridExecutor, "__call__", _open_launch)
     patch(interpreter.InterpretedFunction, "__call__", _mark_device_call)
     patch(interpreter, "_patch_lang", _once_per_launch)
+    patch(interpreter.FunctionRewriter, "_get_jit_fn_file_line", _file_line_from_source)

@@ -297,7 +297,7 @@ def _learn(family: tuple, trace: _Trace) -> None:
     if found.fn is not None or found.dead:
         return
     first, first_scalars = found.first
-    if first.fn is not trace.fn or len(first.consts) != len(trace.consts):
+    if first.text != trace.text or len(first.consts) != len(trace.consts):
         found.dead = True
         return
     places = []
@@ -309,16 +309,18 @@ def _learn(family: tuple, trace: _Trace) -> None:
             found.dead = True
             return
         places.append((i, where[0]))
-    found.fn, found.consts, found.places = trace.fn, list(trace.consts), places
+    found.fn, found.consts, found.places = _function(trace.text), list(trace.consts), places
 
 
-# -- replaying a trace: each trace becomes straight-line Python, compiled once per distinct text -------------
+# -- replaying a trace: each trace becomes straight-line Python, compiled once per distinct text, at its first
+# replay (a call site reached once per launch, as most outside a kernel's loops are, never pays for a compile) --
 _CODE: dict[str, Any] = {}  # the source of a replay function -> the function (traces that differ only in constants)
 
 
-def _compile(steps: list, result: tuple) -> Any:
-    """A function replay(s, b, c, sem, T, ts) running the steps on the slots s (the operands' handles first)
-    with the builder b, the constants c, the semantic sem, the tensor class T and the operand tensors ts."""
+def _compile(steps: list, result: tuple) -> tuple[str, tuple]:
+    """The source of a function replay(s, b, c, sem, T, ts) running the steps on the slots s (the operands'
+    handles first) with the builder b, the constants c, the semantic sem, the tensor class T and the operand
+    tensors ts; and its constants."""
     consts: list = []
 
     def const(value) -> str:
@@ -363,13 +365,17 @@ def _compile(steps: list, result: tuple) -> Any:
             lines.append(f"    sem.binary_op_sanitize_overflow_impl(T({value(lhs)}, {const(lhs_ty)}), "
                          f"T({value(rhs)}, {const(rhs_ty)}), sem.{op})")
     lines.append(f"    return {made(result)}")
-    text = "\n".join(lines)
+    return "\n".join(lines), tuple(consts)
+
+
+def _function(text: str) -> Any:
+    """The replay function of a source _compile made."""
     fn = _CODE.get(text)
     if fn is None:
         scope: dict = {}
         exec(compile(text, "<tdebug op_memo replay>", "exec"), scope)  # noqa: S102 - code made above, names checked
         fn = _CODE[text] = scope["replay"]
-    return fn, tuple(consts)
+    return fn
 
 
 def _TYPE_MAKER(name: str) -> bool:  # noqa: N802 - reads as a predicate on builder method names
@@ -377,13 +383,19 @@ def _TYPE_MAKER(name: str) -> bool:  # noqa: N802 - reads as a predicate on buil
 
 
 class _Trace:
-    """What one call of a builtin did, as a compiled replay function and its constants."""
+    """What one call of a builtin did, as a replay function (its source, compiled when first called) and its
+    constants."""
 
-    __slots__ = ("fn", "consts")
+    __slots__ = ("fn", "consts", "text")
 
-    def __init__(self, fn, consts: tuple) -> None:
-        self.fn = fn
+    def __init__(self, text: str, consts: tuple) -> None:
+        self.text = text
         self.consts = consts
+        self.fn = _CODE.get(text) or self._first_replay
+
+    def _first_replay(self, *args):
+        self.fn = _function(self.text)
+        return self.fn(*args)
 
 
 # -- the wrappers -------------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def _assigned(body: list[ast.stmt]) -> list[str]:
     return names
 
 
-class LoopRewriter(ast.NodeTransformer):
+class LoopRewriter:
     def __init__(self, function: ast.AST) -> None:
         self.count = 0
         self.names: dict[str, list[int]] = {}  # every name in the function -> its nodes (ids)
@@ -87,7 +87,7 @@ class LoopRewriter(ast.NodeTransformer):
                     self.local.add(n.id)  # bound in the function: a local (the only names compact() rebinds)
 
     def visit_For(self, node: ast.For) -> ast.AST:
-        self.generic_visit(node)  # inner loops first
+        """The loop predicated in place (inner loops first: rewrite() calls this in that order)."""
         if not (_is_range(node.iter) and isinstance(node.target, ast.Name) and not node.orelse):
             return node
         inside = set()
@@ -105,10 +105,10 @@ class LoopRewriter(ast.NodeTransformer):
         own = [n for n in names if all(i in inside for i in self.names.get(n, ()))]
         state = STATE.format(self.count)
         self.count += 1
+        at = _Place(node)
         call = node.iter
-        node.iter = _helper("loop", [ast.Constant(target), call.func] + call.args, call, call.keywords)
-        begin = ast.Assign(targets=[ast.Name(id=state, ctx=ast.Store())],
-                           value=_helper("begin", [_locals()], node))
+        node.iter = _Place(call).helper("loop", [_Place(call).constant(target), call.func] + call.args, call.keywords)
+        begin = at.assign(state, at.helper("begin", [at.locals()]))
         made = [begin]  # the statements made here, in the order they run around the loop's own
         reads = [n for n in _read(node.body) if n != target and n in self.local]
         # The function's other locals: those holding a per-program integer scalar are cut too (tdebug's store
@@ -117,36 +117,62 @@ class LoopRewriter(ast.NodeTransformer):
         if reads:
             # A compacted iteration (compact()): the names it reads rebound to the rows of the programs in the loop.
             cut_name = CUT.format(self.count - 1)
-            cut = [ast.Assign(targets=[ast.Name(id=cut_name, ctx=ast.Store())],
-                              value=_helper("compact", [ast.Name(id=state, ctx=ast.Load()), _locals(),
-                                                        _strings(reads), _strings(scalars)], node))]
-            cut += _rebind(reads + scalars, cut_name)
-            made.append(ast.If(test=_helper("compacting", [ast.Name(id=state, ctx=ast.Load())], node), body=cut,
-                               orelse=[]))
+            cut = [at.assign(cut_name, at.helper("compact", [at.name(state), at.locals(), at.strings(reads),
+                                                             at.strings(scalars)]))]
+            cut += at.rebind(reads + scalars, cut_name)
+            made.append(at.when(at.helper("compacting", [at.name(state)]), cut))
         before = len(made)
         if names or reads:
             # merged = end(state, locals(), names, own, reads); then each name bound after the iteration (a name
             # assigned only under a constexpr-false `if` is never bound) gets its merged value.
             merged_name = MERGED.format(self.count - 1)
-            merge = [ast.Assign(targets=[ast.Name(id=merged_name, ctx=ast.Store())],
-                                value=_helper("end", [ast.Name(id=state, ctx=ast.Load()), _locals(),
-                                                      _strings(names), _strings(own), _strings(reads),
-                                                      _strings(scalars)], node))]
-            merge += _rebind(names + [n for n in reads + scalars if n not in names], merged_name)
-            made.append(ast.If(test=_helper("merging", [ast.Name(id=state, ctx=ast.Load())], node), body=merge,
-                               orelse=[]))
+            merge = [at.assign(merged_name, at.helper("end", [at.name(state), at.locals(), at.strings(names),
+                                                              at.strings(own), at.strings(reads),
+                                                              at.strings(scalars)]))]
+            merge += at.rebind(names + [n for n in reads + scalars if n not in names], merged_name)
+            made.append(at.when(at.helper("merging", [at.name(state)]), merge))
         node.body = made[:before] + node.body + made[before:]
-        for tree in made + [node.iter]:  # the loop's own statements keep their lines
-            _locate(tree, node)
         return node
 
 
-def _locate(tree: ast.AST, node: ast.AST) -> None:
-    """Every node of `tree` made here (no line yet) at node's place: the function needs no
-    fix_missing_locations walk."""
-    for n in ast.walk(tree):
-        if "lineno" in n._attributes and not hasattr(n, "lineno"):
-            ast.copy_location(n, node)
+class _Place:
+    """Makers of the nodes the rewrite adds around a loop, each at one node's place (the `for`'s: its line in
+    tracebacks and line breakpoints; the range call's for the call replacing it): made located, the function
+    needs no walk to locate them afterwards."""
+
+    def __init__(self, node: ast.AST) -> None:
+        self.at = {"lineno": node.lineno, "col_offset": node.col_offset, "end_lineno": node.end_lineno,
+                   "end_col_offset": node.end_col_offset}
+
+    def name(self, name: str, store: bool = False) -> ast.Name:
+        return ast.Name(id=name, ctx=ast.Store() if store else ast.Load(), **self.at)
+
+    def constant(self, value: Any) -> ast.Constant:
+        return ast.Constant(value, **self.at)
+
+    def strings(self, names: list[str]) -> ast.Tuple:
+        return ast.Tuple(elts=[self.constant(n) for n in names], ctx=ast.Load(), **self.at)
+
+    def locals(self) -> ast.Call:
+        return ast.Call(func=self.name("locals"), args=[], keywords=[], **self.at)
+
+    def helper(self, name: str, args: list[ast.expr], keywords: list | None = None) -> ast.Call:
+        """`__tdebug_loops__.name(*args)` (args made here, or the loop's own nodes, located already)."""
+        func = ast.Attribute(value=self.name(NAME), attr=name, ctx=ast.Load(), **self.at)
+        return ast.Call(func=func, args=args, keywords=keywords or [], **self.at)
+
+    def assign(self, name: str, value: ast.expr) -> ast.Assign:
+        return ast.Assign(targets=[self.name(name, store=True)], value=value, **self.at)
+
+    def when(self, test: ast.expr, body: list[ast.stmt]) -> ast.If:
+        return ast.If(test=test, body=body, orelse=[], **self.at)
+
+    def rebind(self, names: list[str], source: str) -> list[ast.stmt]:
+        """`if "a" in source: a = source["a"]` for each name."""
+        return [self.when(ast.Compare(left=self.constant(n), ops=[ast.In()], comparators=[self.name(source)],
+                                      **self.at),
+                          [self.assign(n, ast.Subscript(value=self.name(source), slice=self.constant(n),
+                                                        ctx=ast.Load(), **self.at))]) for n in names]
 
 
 def _read(body: list[ast.stmt]) -> list[str]:
@@ -162,36 +188,26 @@ def _read(body: list[ast.stmt]) -> list[str]:
     return names
 
 
-def _rebind(names: list[str], source: str) -> list[ast.stmt]:
-    """`if "a" in source: a = source["a"]` for each name."""
-    return [ast.If(test=ast.Compare(left=ast.Constant(n), ops=[ast.In()],
-                                    comparators=[ast.Name(id=source, ctx=ast.Load())]),
-                   body=[ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
-                                    value=ast.Subscript(value=ast.Name(id=source, ctx=ast.Load()),
-                                                        slice=ast.Constant(n), ctx=ast.Load()))],
-                   orelse=[]) for n in names]
-
-
-def _helper(name: str, args: list[ast.expr], node: ast.AST, keywords: list | None = None) -> ast.Call:
-    call = ast.Call(func=ast.Attribute(value=ast.Name(id=NAME, ctx=ast.Load()), attr=name, ctx=ast.Load()),
-                    args=args, keywords=keywords or [])
-    return ast.copy_location(call, node)
-
-
-def _strings(names: list[str]) -> ast.Tuple:
-    return ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())
-
-
-def _locals() -> ast.Call:
-    return ast.Call(func=ast.Name(id="locals", ctx=ast.Load()), args=[], keywords=[])
-
-
 def rewrite(tree: ast.AST) -> ast.AST:
     """The tree with its simple range loops predicated (the tree as it was when it has none)."""
     for function in getattr(tree, "body", []):
-        if isinstance(function, ast.FunctionDef) and any(isinstance(n, ast.For) for n in ast.walk(function)):
-            LoopRewriter(function).visit(function)
+        if isinstance(function, ast.FunctionDef):
+            loops = _loops(function, [])
+            if loops:
+                rewriter = LoopRewriter(function)
+                for loop in loops:
+                    rewriter.visit_For(loop)
     return tree
+
+
+def _loops(node: ast.AST, found: list[ast.For]) -> list[ast.For]:
+    """The `for` loops under node, each after the loops inside it, siblings in order (as a NodeTransformer
+    visiting children first would reach them)."""
+    for child in ast.iter_child_nodes(node):
+        _loops(child, found)
+    if isinstance(node, ast.For):
+        found.append(node)
+    return found
 
 
 # -- at run time ------------------------------------------------------------------------------------------------

@@ -180,6 +180,7 @@ _TABLE = [
     # Issue 26: `and`/`or`/`not`/`if` on tensors as the code generator reads them (boolops.py); a dtype
     # passed between jit functions has a constexpr's `.value` (constexprs.py, through _patch_lang above).
     Internal("FunctionRewriter", "_transform_ast", ("self",)),
+    Internal("FunctionRewriter", "_get_jit_fn_file_line", ("self",)),  # lean.py: from linecache's lines
     # Overflow followed to addresses and stores (overflow.py): the integer ops (create_* above) and
     Internal("InterpreterBuilder", "create_addptr", ("ptr", "offset")),
     # Triton's per-op front end, shortcut where the result is known (lean_ops.py); called positionally.

@@ -100,3 +100,45 @@ def test_builtins_listed_once_patch_every_launch_alike():
     assert calls[0] > 100 and calls[3] > 100 and calls[1] == calls[2] == calls[4] == 0
     kinds = out["kinds"]  # the code each builtin was swapped for: op_memo's wrapper (call); Triton's own (<lambda>)
     assert "call" in kinds[0] and "<lambda>" not in kinds[0] and "<lambda>" in kinds[3] and "call" not in kinds[3]
+
+
+FILE_LINES = r'''
+import importlib, json, pkgutil, sys
+import tdebug.interpreter.lean as lean
+from triton.runtime import interpreter
+from triton.runtime.jit import JITFunction
+import triton.language as tl
+import kernels, bugs
+from tests.cpu.data import engine_scenarios, predicated_scenarios
+
+original = interpreter.FunctionRewriter._get_jit_fn_file_line
+ours = lean._file_line_from_source(original)
+modules = [tl.standard, engine_scenarios, predicated_scenarios]
+for package in (kernels, bugs):
+    for info in pkgutil.iter_modules(package.__path__):
+        modules.append(importlib.import_module(f"{package.__name__}.{info.name}"))
+checked, differ = 0, []
+for module in modules:
+    for name, value in sorted(vars(module).items()):
+        while hasattr(value, "fn") and not isinstance(value, JITFunction):  # autotune / heuristics wrappers
+            value = value.fn
+        if not isinstance(value, JITFunction):
+            continue
+        rewriter = interpreter.FunctionRewriter(value.fn)
+        want, got = original(rewriter), ours(rewriter)
+        checked += 1
+        if want != got:
+            differ.append([module.__name__, name, want, got])
+print(json.dumps({"checked": checked, "differ": differ}))
+'''
+
+
+def test_file_and_def_line_of_every_jit_function_as_triton_finds_them():
+    """lean's shortcut for the rewrite's file and `def` line gives Triton's own answer on every jit function of
+    kernels/, bugs/, the test scenarios and Triton's standard library (decorators above the def, autotune and
+    heuristics wrappers, multi-line signatures)."""
+    proc = subprocess.run([sys.executable, "-c", FILE_LINES], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["checked"] > 40 and out["differ"] == [], out
