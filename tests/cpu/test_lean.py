@@ -103,10 +103,9 @@ def test_builtins_listed_once_patch_every_launch_alike():
 
 
 FILE_LINES = r'''
-import importlib, json, pkgutil, sys
+import importlib, inspect, json, pkgutil, sys
 import tdebug.interpreter.lean as lean
 from triton.runtime import interpreter
-from triton.runtime.jit import JITFunction
 import triton.language as tl
 import kernels, bugs
 from tests.cpu.data import engine_scenarios, predicated_scenarios
@@ -120,11 +119,12 @@ for package in (kernels, bugs):
 checked, differ = 0, []
 for module in modules:
     for name, value in sorted(vars(module).items()):
-        while hasattr(value, "fn") and not isinstance(value, JITFunction):  # autotune / heuristics wrappers
-            value = value.fn
-        if not isinstance(value, JITFunction):
+        fn = value
+        while hasattr(fn, "fn"):  # a jit function (JITFunction, or InterpretedFunction under TRITON_INTERPRET=1),
+            fn = fn.fn  # through autotune / heuristics wrappers, to the Python function
+        if fn is value or not inspect.isfunction(fn):
             continue
-        rewriter = interpreter.FunctionRewriter(value.fn)
+        rewriter = interpreter.FunctionRewriter(fn)
         want, got = original(rewriter), ours(rewriter)
         checked += 1
         if want != got:
