@@ -269,17 +269,19 @@ def _addptr(original):
                 or base.dtype != np.uint64:
             return original(ptr, offset)
         width = np.uint64(max(1, ptr.get_element_ty().primitive_bitwidth // 8))
+        # In C order whatever the operands' layout (numpy's default follows theirs: a tile built from a column
+        # and a row of offsets may come out column-major), as the loads and stores take them: no copy there.
         if off.dtype.itemsize == 8 and off.dtype.kind in "iu" and width != 1:
-            out = np.multiply(off.view(np.uint64), width)
+            out = np.multiply(off.view(np.uint64), width, order="C")
         else:
-            out = off.astype(np.uint64)
+            out = off.astype(np.uint64, order="C")
             if width != 1:
                 np.multiply(out, width, out=out)
         if np.broadcast_shapes(out.shape, base.shape) == out.shape:
             np.add(out, base, out=out)
         else:
             scaled = out
-            out = base + out
+            out = np.add(base, out, order="C")
             if getattr(ptr, program_axis.MARK, False) and not getattr(offset, program_axis.MARK, False):
                 _remember(out, base, scaled)  # a pointer per program + offsets shared by every program
             elif getattr(offset, program_axis.MARK, False) and not getattr(ptr, program_axis.MARK, False):

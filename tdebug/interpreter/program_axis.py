@@ -321,7 +321,9 @@ def _per_program(name: str, effect: bool):
 
 def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict, views: bool = False):
     """A load or store for every program of the batch in one call: each operand with the whole batch's shape.
-    views: an operand the same in every program (a mask, an `other`) as a read-only view of it, not a copy."""
+    views: an operand other than the pointers (a mask, an `other`, a stored value) as a read-only view of the
+    batch's shape (a mask broadcast over a tile's columns stays one), not a copy; the pointers, which the checks
+    read as rows of programs, C-ordered (create_addptr makes them so: mostly no copy)."""
     from triton.runtime.interpreter import TensorHandle
     from triton.runtime.interpreter import interpreter_builder as builder
 
@@ -331,15 +333,18 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict, views: bool 
     lifted = [_lift(h, rank) if getattr(h, MARK, False) else h for h in handles]
     shape = np.broadcast_shapes((batch.size,) + (1,) * rank, *(h.data.shape for h in lifted))
 
+    pointers = args[0] if args else None
+
     def full(v):
         if not isinstance(v, TensorHandle):
             return v
         batched = getattr(v, MARK, False)
+        pointer = v is pointers
         v = _lift(v, rank) if batched else v
         out = copy.copy(v)
         data = v.data
-        if views and not batched:
-            data = np.broadcast_to(data, shape)
+        if views and not (batched and pointer):
+            data = data if data.shape == shape else np.broadcast_to(data, shape)
         elif data.shape != shape or not (data.flags.c_contiguous and data.flags.writeable):
             data = np.require(np.broadcast_to(data, shape), requirements=["C", "W"])
         out.data = data  # already the batch's shape (a tile's pointers, its mask): as it is, no copy

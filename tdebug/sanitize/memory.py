@@ -496,7 +496,7 @@ class LaunchChecker:
             shared = np.broadcast_to(mask, ptrs.shape)
             if shared.strides[0] == 0:
                 row = shared[0].reshape(-1)
-            elif mask.shape == ptrs.shape and mask.flags.c_contiguous:
+            elif mask.shape == ptrs.shape:  # (a view of a mask broadcast over some axes: reshape copies it)
                 every = mask.reshape(count, width)
                 row = every[0]
                 if not (every == row).all():
