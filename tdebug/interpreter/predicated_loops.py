@@ -106,8 +106,8 @@ class LoopRewriter:
         state = STATE.format(self.count)
         self.count += 1
         at = _Place(node)
-        call = node.iter
-        node.iter = _Place(call).helper("loop", [_Place(call).constant(target), call.func] + call.args, call.keywords)
+        call, at_call = node.iter, _Place(node.iter)
+        node.iter = at_call.helper("loop", [at_call.constant(target), call.func] + call.args, call.keywords)
         begin = at.assign(state, at.helper("begin", [at.locals()]))
         made = [begin]  # the statements made here, in the order they run around the loop's own
         reads = [n for n in _read(node.body) if n != target and n in self.local]
