@@ -24,7 +24,12 @@ SERIAL_NAMES = {
     "inline_asm_elementwise": "inline asm",
 }
 
-_CACHE: dict[types.CodeType, str | None] = {}
+# Atomics whose order between programs shows in memory (float sums, tickets): the batched engine keeps the
+# serial engine's program order for them when it splits a batch.
+ATOMIC_NAMES = frozenset({"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+                          "atomic_xchg", "atomic_cas"})
+
+_CACHE: dict[types.CodeType, frozenset[str]] = {}
 
 
 def _code(fn) -> types.CodeType | None:
@@ -32,33 +37,38 @@ def _code(fn) -> types.CodeType | None:
     return getattr(fn, "__code__", None)
 
 
-def serial_only(fn) -> str | None:
-    """Why this kernel must run on the serial engine, or None."""
+def names_used(fn) -> frozenset[str]:
+    """Every global or attribute name the kernel's code, and the code of each @jit function it calls, reads."""
     code = _code(fn)
     if code is None:
-        return None
+        return frozenset()
     if code not in _CACHE:
-        _CACHE[code] = _scan(fn, code, set())
+        _CACHE[code] = frozenset(_scan(fn, code, set()))
     return _CACHE[code]
 
 
-def _scan(fn, code: types.CodeType, seen: set) -> str | None:
+def serial_only(fn) -> str | None:
+    """Why this kernel must run on the serial engine, or None."""
+    names = names_used(fn)
+    return next((SERIAL_NAMES[n] for n in sorted(names) if n in SERIAL_NAMES), None)
+
+
+def uses_atomics(fn) -> bool:
+    return not ATOMIC_NAMES.isdisjoint(names_used(fn))
+
+
+def _scan(fn, code: types.CodeType, seen: set) -> set[str]:
     if code in seen:
-        return None
+        return set()
     seen.add(code)
     names = set(code.co_names)
     for const in code.co_consts:  # nested functions, comprehensions
         if isinstance(const, types.CodeType):
             names |= set(const.co_names)
-    for name in names:
-        if name in SERIAL_NAMES:
-            return SERIAL_NAMES[name]
     scope = getattr(getattr(fn, "fn", fn), "__globals__", {})
-    for name in names:
+    for name in list(names):
         callee = scope.get(name)
         inner = _code(callee) if callee is not None and hasattr(callee, "fn") else None
         if inner is not None:
-            why = _scan(callee, inner, seen)
-            if why is not None:
-                return why
-    return None
+            names |= _scan(callee, inner, seen)
+    return names
