@@ -36,13 +36,17 @@ def test_pdbpp_and_matplotlib_are_extras_that_the_dev_venv_installs():
         assert {"dev", "debug", "viz"} <= set(line.split(",")), line
 
 
-def _tdebug(args: list[str], tmp_path: Path, blocked: str = "", extra_env: dict | None = None, stdin: str = ""):
-    """Run the CLI in a fresh process; `blocked`: a module that process cannot import (as if not installed)."""
+EXTRAS = ("pdbpp", "fancycompleter", "matplotlib", "PIL")  # what the debug and viz extras bring
+
+
+def _tdebug(args: list[str], tmp_path: Path, blocked: tuple[str, ...] = (), extra_env: dict | None = None,
+            stdin: str = ""):
+    """Run the CLI in a fresh process; `blocked`: modules it and its children cannot import (as if not installed)."""
     paths = [str(ROOT)]
     if blocked:
         site = tmp_path / "site"
         site.mkdir()
-        (site / "sitecustomize.py").write_text(f"import sys\nsys.modules[{blocked!r}] = None\n")
+        (site / "sitecustomize.py").write_text(f"import sys\nfor m in {blocked!r}:\n    sys.modules[m] = None\n")
         paths.insert(0, str(site))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), **(extra_env or {})}
     return subprocess.run([sys.executable, "-m", "tdebug", *args], cwd=tmp_path, env=env, input=stdin,
@@ -51,7 +55,7 @@ def _tdebug(args: list[str], tmp_path: Path, blocked: str = "", extra_env: dict 
 
 def test_viz_without_matplotlib_says_how_to_install_it(tmp_path):
     p = _tdebug(["viz", str(ROOT / "kernels" / "add.py"), "--out", str(tmp_path / "viz")], tmp_path,
-                blocked="matplotlib")
+                blocked=("matplotlib",))
     assert p.returncode == 3, p.stdout + p.stderr
     lines = p.stderr.strip().splitlines()
     assert lines and "matplotlib" in lines[-1] and "pip install" in lines[-1], p.stderr
@@ -61,8 +65,16 @@ def test_viz_without_matplotlib_says_how_to_install_it(tmp_path):
 
 def test_break_without_pdbpp_stops_in_pythons_pdb(tmp_path):
     p = _tdebug(["run", str(ROOT / "kernels" / "add.py"), "--mode", "interpret", "--break", "--pid", "1"],
-                tmp_path, extra_env={"PDBPP_HIJACK_PDB": "0"}, stdin="p pid\nc\n" * 3)
+                tmp_path, blocked=EXTRAS, extra_env={"PDBPP_HIJACK_PDB": "0"}, stdin="p pid\nc\n" * 3)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-3000:]
     assert re.search(r"breakpoint at add\.py:\d+", out) and "(Pdb)" in out and "(Pdb++)" not in out, out[-3000:]
     assert "Traceback" not in out
+
+
+def test_the_demos_sanitize_needs_neither_extra(tmp_path):
+    """scripts/demo.sh's second command (its first, `run`, is the test above without --break)."""
+    p = _tdebug(["sanitize", str(ROOT / "bugs" / "04_gelu_missing_masks.py"), "--shape", "129x127", "--device", "cpu",
+                 "--max-findings", "3"], tmp_path, blocked=EXTRAS, extra_env={"PDBPP_HIJACK_PDB": "0"})
+    out = p.stdout + p.stderr
+    assert p.returncode == 1 and "bounds" in out and "Traceback" not in out, out[-3000:]
