@@ -7,7 +7,8 @@ there. Both round to nearest even and agree on every non-NaN value (all 65536 fp
 the 2^32 fp32 patterns, checked once, and every 61st with the ties and range ends in tests/cpu/test_casts.py);
 NaN payloads differ, so NaN lanes keep numpy's conversion; an fp32 -> fp16 overflow raises numpy's overflow flag
 as numpy's cast does (the sanitizer's NaN/Inf origins hang on it).
-Small arrays (under SMALL lanes) and anything else go to Triton's own cast.
+Small arrays (under SMALL lanes) and anything else go to Triton's own cast. A float -> integer cast of NaN or of a
+value past the integer type's range saturates as the GPU's conversion does (numpy's is undefined there).
 """
 
 from __future__ import annotations
@@ -59,6 +60,28 @@ def convert(data: np.ndarray, to: np.dtype) -> np.ndarray | None:
     return out
 
 
+def saturated(data: np.ndarray, to: np.dtype) -> np.ndarray | None:
+    """A float -> integer cast as the GPU's cvt.rzi does it: toward zero, NaN to 0, values past the integer type's
+    range to its ends (numpy leaves those undefined: its scalar and vector loops give different bits, and the
+    batched engine's arrays are not the serial engine's); None: not such a cast, or nothing to saturate."""
+    if not isinstance(data, np.ndarray) or data.dtype.kind != "f" or to.kind not in "iu" or data.size == 0:
+        return None
+    info = np.iinfo(to)
+    with np.errstate(invalid="ignore"):
+        inside = (data > info.min - 1.0) & (data < info.max + 1.0)  # NaN: False
+    if inside.all():
+        return None
+    low, high = np.float64(info.min), np.float64(info.max)
+    wide = np.where(np.isnan(data), 0.0, np.clip(data.astype(np.float64), low, high))
+    out = np.trunc(wide).astype(np.float64)
+    if to.itemsize == 8:  # int64 / uint64 ends are not exact in float64: set them as integers
+        result = np.where(out >= high, 0, np.where(out <= low, 0, out)).astype(to)
+        result[out >= high] = info.max
+        result[out <= low] = info.min
+        return result
+    return out.astype(to)
+
+
 def install() -> None:
     """Patch the builder's cast_impl, which every int/float cast of the interpreter calls (fp_ext, fp_trunc,
     si_to_fp, ...; bf16 and fp8 casts are bf16.py's, in the wrappers of those ops)."""
@@ -72,7 +95,10 @@ def install() -> None:
         def cast_impl(*args, **kwargs):
             if len(args) == 2 and not kwargs:
                 src, dst_type = args
-                data = convert(src.data, np.dtype(np_dtype(dst_type))) if isinstance(src, Handle) else None
+                to = np.dtype(np_dtype(dst_type))
+                data = convert(src.data, to) if isinstance(src, Handle) else None
+                if data is None and isinstance(src, Handle):
+                    data = saturated(src.data, to)
                 if data is not None:
                     return Handle(data, dst_type.scalar)
             return original(*args, **kwargs)

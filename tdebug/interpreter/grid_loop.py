@@ -125,11 +125,6 @@ class BatchedLaunch:
         self.fn, self.args, self.grid, self.storages = fn, args, grid, storages
         self.batch_size = FIRST_BATCH
         self.serial_from: str | None = None  # why the rest of the launch runs serially
-        # A kernel with atomics splits a batch into runs of consecutive programs, so its atomics still apply in
-        # the serial engine's program order (a float sum's rounding, the tickets atomic_add hands out).
-        from . import prescan
-
-        self.keep_order = prescan.uses_atomics(fn)
 
     def run(self) -> None:
         order = _order(self.grid)
@@ -171,22 +166,25 @@ class BatchedLaunch:
                     todo.insert(0, part)
                 else:
                     STATS.splits += 1
-                    todo = _split(part, signal.values, self.keep_order) + todo
+                    todo = _split(part, signal.values) + todo
                 continue
             except Exception as error:
-                if not batch.predicated:
-                    for listener, token in zip(LISTENERS, tokens):
-                        listener.commit(token)
-                    raise
-                # Raised while programs were out of a loop (their values are stand-ins): run the programs again
-                # grouped by trip count, without the predicate, so a real error comes from the program making it.
                 program_axis.CURRENT = None
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
                 forget_fault(error)
-                STATS.splits += 1
-                todo = _split(part, batch.trip_counts, self.keep_order) + todo
+                if batch.predicated:
+                    # Raised while programs were out of a loop (their values are stand-ins): run the programs again
+                    # grouped by trip count, without the predicate, so a real error comes from the program making it.
+                    STATS.splits += 1
+                    todo = _split(part, batch.trip_counts) + todo
+                else:
+                    # The kernel's own error: the serial engine runs these programs again, so that it comes from
+                    # the program that makes it, after what the programs before it did and nothing after (the
+                    # batch ran every program up to the failing line: other programs' stores, findings, records).
+                    self.serial_from = f"an error in the batch ({type(error).__name__})"
+                    todo.insert(0, part)
                 continue
             except BaseException:
                 for listener, token in zip(LISTENERS, tokens):
@@ -224,22 +222,18 @@ def _never(token: Any) -> None:
     return None
 
 
-def _split(pids: np.ndarray, values: np.ndarray, keep_order: bool = False) -> list[np.ndarray]:
-    """The programs of a batch grouped by the value they disagreed on, each group in serial order, the groups in
-    the order of their first program (values all alike: the two halves, so that a split always makes progress).
-    keep_order: groups of consecutive programs only (a run of equal values each), so that running the groups one
-    after the other runs every program's effects in the serial engine's order."""
-    groups: dict[Any, list[int]] = {}
-    run, last = 0, None
-    for i, v in enumerate(values.tolist()):
-        if keep_order and i and v != last:
-            run += 1
-        last = v
-        groups.setdefault((run, v) if keep_order else v, []).append(i)
-    if len(groups) == 1:
+def _split(pids: np.ndarray, values: np.ndarray) -> list[np.ndarray]:
+    """The programs of a batch split where the value they disagreed on changes: runs of consecutive programs, so
+    that running the parts one after the other runs every program's memory effects in the serial engine's order
+    (atomics' sums and tickets, which of two racing accesses came second). Values all alike: the two halves, so
+    that a split always makes progress."""
+    values = values.tolist()
+    starts = [0] + [i for i in range(1, len(values)) if values[i] != values[i - 1]
+                    and not (values[i] != values[i] and values[i - 1] != values[i - 1])]  # NaN == NaN here
+    if len(starts) == 1:
         half = pids.shape[1] // 2
         return [pids[:, :half], pids[:, half:]]
-    return [pids[:, idx] for idx in sorted(groups.values(), key=lambda g: g[0])]
+    return [pids[:, a:b] for a, b in zip(starts, starts[1:] + [len(values)])]
 
 
 def _why_serial(executor_obj, grid: tuple[int, int, int]) -> str | None:

@@ -3,12 +3,14 @@ checks): Triton's interpreter has no bounds checks, so a store whose lanes run p
 from writes into the process's own heap (a crash later, or a corrupted heap that breaks whatever runs next and
 is blamed on it). A load, store or atomic with an active lane outside the storage its pointer was derived from
 (interpreter/provenance.py) raises OutOfBounds at the kernel's line instead; `tdebug sanitize` names every lane.
-The sanitizer refuses such lanes itself (and reports them), so this guard stands aside while it runs. Pointers
+The sanitizer refuses such lanes itself (and reports them), so this guard stands aside while it runs. An atomic's
+operands reach Triton C-contiguous (its atomics read their memory in C order whatever the strides). Pointers
 made from integers carry no provenance and are not guarded here (the sanitizer's live-pointer check covers them).
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 
 import numpy as np
@@ -61,6 +63,8 @@ def _guarded(kind: str, pointer: str):
             if not STANDS_ASIDE[0]:
                 a = bind(original, args, kwargs).arguments
                 _check(kind, a[pointer], a.get("mask"))
+            if kind == "atomic":
+                args, kwargs = _contiguous(original, args, kwargs)
             mask = None if at is None else kwargs.get("mask", args[at] if at < len(args) else None)
             if mask is not None and np.asarray(mask.data).dtype != np.bool_:
                 # Triton's interpreter types a comparison's handle as its operands (int32), so a splat of
@@ -74,6 +78,26 @@ def _guarded(kind: str, pointer: str):
         return op
 
     return make
+
+
+def _contiguous(original, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """An atomic's operands as C-contiguous arrays: Triton's atomic_rmw / atomic_cas read their operands' memory in
+    C order whatever the strides, so a view (tl.cumsum(..., reverse=True) is a flipped one) gave other lanes'
+    values, or bytes past the array."""
+    from triton.runtime.interpreter import TensorHandle
+
+    if all(not isinstance(v, TensorHandle) or not isinstance(v.data, np.ndarray) or v.data.flags.c_contiguous
+           for v in (*args, *kwargs.values())):
+        return args, kwargs
+
+    def fixed(v):
+        if isinstance(v, TensorHandle) and isinstance(v.data, np.ndarray) and not v.data.flags.c_contiguous:
+            out = copy.copy(v)
+            out.data = np.ascontiguousarray(v.data)
+            return out
+        return v
+
+    return tuple(fixed(v) for v in args), {k: fixed(v) for k, v in kwargs.items()}
 
 
 def _int1():

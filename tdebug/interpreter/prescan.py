@@ -24,11 +24,6 @@ SERIAL_NAMES = {
     "inline_asm_elementwise": "inline asm",
 }
 
-# Atomics whose order between programs shows in memory (float sums, tickets): the batched engine keeps the
-# serial engine's program order for them when it splits a batch.
-ATOMIC_NAMES = frozenset({"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
-                          "atomic_xchg", "atomic_cas"})
-
 _CACHE: dict[types.CodeType, frozenset[str]] = {}
 
 
@@ -51,10 +46,6 @@ def serial_only(fn) -> str | None:
     """Why this kernel must run on the serial engine, or None."""
     names = names_used(fn)
     return next((SERIAL_NAMES[n] for n in sorted(names) if n in SERIAL_NAMES), None)
-
-
-def uses_atomics(fn) -> bool:
-    return not ATOMIC_NAMES.isdisjoint(names_used(fn))
 
 
 def _scan(fn, code: types.CodeType, seen: set) -> set[str]:
