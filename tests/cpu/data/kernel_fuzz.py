@@ -426,7 +426,7 @@ class Writer:
     def stmt_atomic(self) -> None:
         d = self.pick(["fp32", "int32", "int64"])
         op = self.pick(["add", "max", "min", "xchg", "cas", "add_ticket"])
-        if op == "cas":
+        if op == "cas" or op == "xchg" and d == "fp32":  # Triton's interpreter: no float atomic_xchg (3.6-3.9)
             d = "int32"
         name = f"acc{len(self.accs)}"
         self.accs.append((name, d))
@@ -488,7 +488,9 @@ class Writer:
 
     def body(self, loop: bool) -> None:
         for _ in range(self.draw(st.integers(1, 2))):
-            kind = self.pick(["reassign", "atomic", "store", "load_acc"] if loop else ["reassign", "atomic", "store"])
+            kinds = ["reassign"] + [k for k in ("atomic", "store") if k in self.STATEMENTS]
+            kinds += ["load_acc"] if loop else []
+            kind = self.pick(kinds)
             if kind == "reassign":
                 self.reassign()
             elif kind == "atomic":
