@@ -232,11 +232,11 @@ class Writer:
         self.features["op:tl.load(scalar)"] += 1
         return f"tl.load({x}_ptr + pid)", d
 
-    def operand(self, like: Val, same_shape: bool = False) -> tuple[str, str, bool]:
+    def operand(self, like: Val) -> tuple[str, str, bool]:
         """A second operand for `like`: a pool value (a scalar broadcasts), a literal, or a scalar load."""
         choice = self.pick(["pool", "literal", "pool", "scalar_load"])
         if choice == "pool":
-            v = self.value(scalar=True if like.scalar or same_shape and like.scalar else None)
+            v = self.value(scalar=True if like.scalar else None)  # a scalar takes no vector operand
             if v is not None and not (like.scalar and not v.scalar):
                 return v.name, v.dtype, False
         if choice == "scalar_load" and not like.scalar:
@@ -258,10 +258,8 @@ class Writer:
         if is_lit:
             if a.dtype.startswith("u") and b.startswith("-"):
                 b = b[1:]
-            if a.dtype in INTS and "." in b or "e" in b:
-                d = "fp32" if a.dtype in INTS else a.dtype
-            else:
-                d = a.dtype
+            is_float_literal = "." in b or "e" in b
+            d = "fp32" if a.dtype in INTS and is_float_literal else a.dtype
             if op == "/" and d in ("fp16", "bf16"):
                 d = "fp32"
             if op == "/" and d in INTS:
