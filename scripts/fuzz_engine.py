@@ -116,6 +116,7 @@ def main(argv: list[str]) -> int:
     report = {
         "kernels": runner.tried, "minutes": round(minutes, 2), "kernels_per_minute": round(runner.tried / minutes, 1),
         "disagreeing_kernels": disagreeing, "invalid_kernels": len(runner.invalid),
+        "invalid": [{"error": e, "source": src} for e, src in runner.invalid[:20]],
         "classes": [{"signature": sig, "file": str(out / f"disagreement_{i + 1}.py"),
                      "statements": o.kernel.statements, "summary": o.summary()}
                     for i, (sig, o) in enumerate(classes.items())],

@@ -60,3 +60,20 @@ def test_a_disagreement_is_shrunk_to_a_small_kernel(tmp_path):
     assert planted[0]["statements"] <= 6 and len(body) <= 7, text
     assert "tl.sum" in text  # the planted class: a kernel with a reduction
     assert report["kernels"] >= 5 and report["kernels_per_minute"] > 0
+
+
+def test_what_the_fuzzer_found_is_identical_under_both_engines():
+    """The fuzzer's finds, one minimal kernel per class of disagreement (data/fuzz_scenarios.py)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("TDEBUG_EXECUTOR", None)
+    proc = subprocess.run([sys.executable, str(FUZZ.parent / "engine_diff.py"), "--scenarios",
+                           str(FUZZ.parent / "fuzz_scenarios.py")], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(report["scenarios"]) >= 7
+    assert report["differences"] == [], [(d["scenario"], d["what"]) for d in report["differences"]]
+    runs = report["scenarios"]
+    # What each finds, whichever engine: the checks still fire.
+    assert runs["scenario_split_after_reads"]["findings"] == ["race", "uninit", "uninit"]
+    assert runs["scenario_log_then_sum"]["findings"] == ["nan"]

@@ -232,11 +232,11 @@ class Writer:
         self.features["op:tl.load(scalar)"] += 1
         return f"tl.load({x}_ptr + pid)", d
 
-    def operand(self, like: Val, same_shape: bool = False) -> tuple[str, str, bool]:
+    def operand(self, like: Val) -> tuple[str, str, bool]:
         """A second operand for `like`: a pool value (a scalar broadcasts), a literal, or a scalar load."""
         choice = self.pick(["pool", "literal", "pool", "scalar_load"])
         if choice == "pool":
-            v = self.value(scalar=True if like.scalar or same_shape and like.scalar else None)
+            v = self.value(scalar=True if like.scalar else None)  # a scalar takes no vector operand
             if v is not None and not (like.scalar and not v.scalar):
                 return v.name, v.dtype, False
         if choice == "scalar_load" and not like.scalar:
@@ -258,10 +258,8 @@ class Writer:
         if is_lit:
             if a.dtype.startswith("u") and b.startswith("-"):
                 b = b[1:]
-            if a.dtype in INTS and "." in b or "e" in b:
-                d = "fp32" if a.dtype in INTS else a.dtype
-            else:
-                d = a.dtype
+            is_float_literal = "." in b or "e" in b
+            d = "fp32" if a.dtype in INTS and is_float_literal else a.dtype
             if op == "/" and d in ("fp16", "bf16"):
                 d = "fp32"
             if op == "/" and d in INTS:
@@ -426,7 +424,7 @@ class Writer:
     def stmt_atomic(self) -> None:
         d = self.pick(["fp32", "int32", "int64"])
         op = self.pick(["add", "max", "min", "xchg", "cas", "add_ticket"])
-        if op == "cas":
+        if op == "cas" or op == "xchg" and d == "fp32":  # Triton's interpreter: no float atomic_xchg (3.6-3.9)
             d = "int32"
         name = f"acc{len(self.accs)}"
         self.accs.append((name, d))
@@ -488,7 +486,9 @@ class Writer:
 
     def body(self, loop: bool) -> None:
         for _ in range(self.draw(st.integers(1, 2))):
-            kind = self.pick(["reassign", "atomic", "store", "load_acc"] if loop else ["reassign", "atomic", "store"])
+            kinds = ["reassign"] + [k for k in ("atomic", "store") if k in self.STATEMENTS]
+            kinds += ["load_acc"] if loop else []
+            kind = self.pick(kinds)
             if kind == "reassign":
                 self.reassign()
             elif kind == "atomic":

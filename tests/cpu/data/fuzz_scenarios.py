@@ -1,0 +1,170 @@
+"""Minimal kernels on which the engine fuzzer (kernel_fuzz.py) found the batched engine and the serial one
+disagreeing, one `scenario_*` per class of disagreement, each written down from the fuzzer's shrunk kernel. Each
+makes fresh inputs from `seed`, launches, and returns what it computed (in-place inputs included);
+engine_diff.py --scenarios runs each under both engines and compares outputs bit for bit, findings, error and
+store records."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _rand(seed: int, *shape, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+def _fill(g, kind, dtype, size):
+    """kernel_fuzz.py's inputs: normal values, or huge ones (x 1e5 below fp32)."""
+    x = torch.randn(size, generator=g, dtype=torch.float64)
+    if kind == "big":
+        x = x * 1e5 if dtype != torch.float32 else x * 1e37
+    return x.to(dtype)
+
+
+@triton.jit
+def ticket_after_if_kernel(acc_ptr, out_ptr):
+    """An `if` on pid whose body does nothing, then one ticket per program: the batch splits at the `if`."""
+    pid = tl.program_id(0)
+    if pid % 2 == 0:
+        pass
+    t = tl.atomic_add(acc_ptr, 1)
+    tl.store(out_ptr + pid, t)
+
+
+def scenario_ticket_after_if(seed: int):
+    """Serial [0, 1, 2]; batched [0, 2, 1] (the group of even programs first). Issue 46, cause 3."""
+    acc = torch.zeros(1, dtype=torch.int32)
+    out = torch.empty(3, dtype=torch.int32)
+    ticket_after_if_kernel[(3,)](acc, out)
+    return acc, out
+
+
+@triton.jit
+def atomic_in_ragged_loop_kernel(x_ptr, acc_ptr, B: tl.constexpr):
+    """Float atomic_add in a loop whose start differs per program (a predicated loop): the order of the adds."""
+    pid = tl.program_id(0)
+    lane = tl.arange(0, B)
+    v = tl.load(x_ptr + pid * B + lane)
+    for _ in range(pid % 3, 3):
+        tl.atomic_add(acc_ptr + lane % 4, v)
+
+
+def scenario_atomic_in_ragged_loop(seed: int):
+    """The accumulator's last bits differ: the adds of different programs applied in another order than the
+    serial engine's (program by program). Issue 46, cause 3 (the same order, reached through a predicated loop)."""
+    x = _rand(seed, 7 * 4)
+    acc = torch.zeros(4)
+    atomic_in_ragged_loop_kernel[(7,)](x, acc, B=4)
+    return acc
+
+
+@triton.jit
+def atomic_of_reverse_scan_kernel(x_ptr, acc_ptr, B: tl.constexpr):
+    lane = tl.arange(0, B)
+    v = tl.load(x_ptr + lane)
+    c = tl.cumsum(v, axis=0, reverse=True)
+    tl.atomic_add(acc_ptr + lane % 4, c)
+
+
+def scenario_atomic_of_reverse_scan(seed: int):
+    """One program: an atomic_add of a reverse scan's values. Both engines read garbage (the values are a
+    negative-stride numpy view, np.flip in Triton's ScanOps, and Triton's interpreter hands its data pointer to
+    the C++ atomic_rmw as if contiguous): the accumulator differs from run to run. NEW."""
+    x = _rand(seed, 8)
+    acc = torch.zeros(4)
+    atomic_of_reverse_scan_kernel[(1,)](x, acc, B=8)
+    return acc
+
+
+@triton.jit
+def split_then_race_kernel(x_ptr, y_ptr, out_ptr, n, B: tl.constexpr):
+    """Odd programs read y[pid]; even programs store over y's block (a race). Serial: Triton's grid loop, axis 0
+    outermost, so program (0, 3) (pid 9) reads y[9] before program (2, 0) (pid 2) stores it; batched: the batch
+    splits at the `if` and one group runs whole before the other."""
+    pid = tl.program_id(0) + tl.program_id(1) * 3
+    lane = tl.arange(0, B)
+    offs = pid * B + lane
+    v = tl.load(x_ptr + offs, mask=lane % 2 == 0, other=-float("inf")).to(tl.float16)
+    if pid % 2 == 1:
+        v = (v + tl.load(y_ptr + pid)).to(tl.float16)
+    else:
+        tl.store(y_ptr + offs, v.to(tl.int32), mask=offs < n)
+    tl.store(out_ptr + offs, v, mask=offs < n)
+
+
+def scenario_split_then_race(seed: int):
+    """Outputs differ (a read sees, or not, a store by another program), and so do the race and NaN findings.
+    NEW (the split order of cause 3, for plain loads and stores)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(48, generator=g).to(torch.float16)
+    y = torch.randint(-8, 9, (48,), generator=g, dtype=torch.int32)
+    out = torch.empty(48, dtype=torch.float16)
+    split_then_race_kernel[(3, 4)](x, y, out, 48, B=4)
+    return x, y, out
+
+
+@triton.jit
+def split_after_reads_kernel(x_ptr, B: tl.constexpr):
+    """Each program reads its block and one element of the next block, then even programs store their block."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    v = tl.load(x_ptr + offs)
+    w = tl.load(x_ptr + offs + 1, mask=offs + 1 < 24)
+    if pid % 2 == 0:
+        tl.store(x_ptr + offs, v + w)
+
+
+def scenario_split_after_reads(seed: int):
+    """x half uninitialised. Serial: program 2's store after program 1's read of x[16] is the race ("stores to
+    ... that another program reads"), and program 1's read of x[16] is uninitialised; batched: the race is
+    program 1's load ("load of ... that another program stores to") and that read is not counted uninitialised
+    (12 vs 11 lanes). NEW (split order, race and uninit findings)."""
+    x = torch.empty(24)
+    x[:12] = _rand(seed, 12)
+    split_after_reads_kernel[(3,)](x, B=8)
+    return x
+
+
+@triton.jit
+def fp16_overflow_in_ragged_loop_kernel(x0_ptr, x1_ptr, ov1_ptr, n, B: tl.constexpr):
+    """The fuzzer's kernel as it shrank it: an fp16 accumulator in a loop whose start differs per program
+    (the batch splits by trip count); fp16 + bf16 is computed in fp32 and cast back to fp16, where it overflows."""
+    pid = tl.program_id(0) + tl.program_id(1) * 5
+    lane = tl.arange(0, B)
+    offs = pid * B + lane
+    v1 = (tl.load(x0_ptr + offs)).to(tl.float16)
+    for i in range(pid % 3, 3):
+        v1 = (v1 + tl.load(x1_ptr + offs + i, mask=offs + i < n, other=0)).to(tl.float16)
+    tl.store(ov1_ptr + offs, v1, mask=offs < n)
+
+
+def scenario_fp16_overflow_in_ragged_loop(seed: int):
+    """The fuzzer's inputs (seed 0: most other seeds agree). The NaN finding of line `v1 = ...` (one finding per
+    origin line, store and tensor): serial "Inf first produced here, by a conversion in float16", batched "by an
+    addition in float16", the same lanes listed ("fp_trunc(86528) = inf"): the message is the first origin
+    recorded on that line, and the engines record programs in another order. Issue 46, cause 6 (order), through
+    NanTracker.findings' merge of the origins of one line (tdebug/sanitize/nan.py)."""
+    g = torch.Generator().manual_seed(0)
+    x0 = _fill(g, "randn", torch.float16, 40)
+    x1 = _fill(g, "big", torch.bfloat16, 40)
+    ov1 = torch.empty(40, dtype=torch.float16)
+    fp16_overflow_in_ragged_loop_kernel[(5, 1)](x0, x1, ov1, 40, B=8)
+    return [x0, x1, ov1]
+
+
+@triton.jit
+def log_then_sum_kernel(x_ptr, out_ptr, B: tl.constexpr):
+    pid = tl.program_id(0)
+    v = tl.log(tl.load(x_ptr + pid * B + tl.arange(0, B)))
+    tl.store(out_ptr + pid, tl.sum(v, axis=0))
+
+
+def scenario_log_then_sum(seed: int):
+    """Both programs take log of negatives, each summed: the NaN findings differ. Issue 46, cause 2."""
+    x = _rand(seed, 16)
+    out = torch.empty(2)
+    log_then_sum_kernel[(2,)](x, out, B=8)
+    return out
