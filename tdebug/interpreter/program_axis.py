@@ -416,6 +416,7 @@ def _shape_op(name: str):
                 return original(*args, **kwargs)
             out = batched(batch.size, *args, **kwargs)
             provenance.inherit(out, args)
+            _move_side_arrays(name, batched, batch.size, args, kwargs, out)
             return out
 
         def batched(P: int, *args, **kwargs):
@@ -459,6 +460,34 @@ def _shape_op(name: str):
         return op
 
     return make
+
+
+_VALUE_ARGS = {"create_splat": (1,), "create_cat": (0, 1)}  # the operands whose lanes the result holds (else the first)
+
+
+def _move_side_arrays(name: str, run, P: int, args: tuple, kwargs: dict, out) -> None:
+    """A batched shape op done here in numpy (not by the builder below, where the nan check would see it): the value
+    operands' side arrays (the nan check's origins per lane) moved as their lanes are, by the same op."""
+    if out is None or not hasattr(out, "data"):
+        return
+    positions = _VALUE_ARGS.get(name, (0,))
+    values = [args[i] for i in positions if i < len(args) and getattr(args[i], MARK, False)]
+    keys = {key for v in values for key, side in _side_arrays(v) if side.shape == v.data.shape}
+    for key in keys:
+        if key not in SIDE_ARRAY_NONE:
+            continue
+        dtype = next(getattr(v, key).dtype for v in values if isinstance(getattr(v, key, None), np.ndarray))
+
+        def side(a, key=key, dtype=dtype):
+            h = copy.copy(a)
+            own = getattr(a, key, None)
+            ok = isinstance(own, np.ndarray) and own.shape == a.data.shape
+            h.data = own if ok else np.full(a.data.shape, SIDE_ARRAY_NONE[key], dtype)
+            return h
+
+        moved = run(P, *[side(a) if i in positions and getattr(a, MARK, False) else a for i, a in enumerate(args)],
+                    **kwargs)
+        setattr(out, key, np.asarray(moved.data))
 
 
 def _both_batched(handles, P: int):

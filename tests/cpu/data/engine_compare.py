@@ -1,5 +1,5 @@
 """What engine_diff.py and kernel_fuzz.py compare between the serial and the batched engine, in one process: a
-scenario's outputs bit for bit, its findings (Finding.to_dict, sorted), its error string and the store records."""
+scenario's outputs bit for bit (a NaN's payload apart), its findings (Finding.to_dict, sorted), its error string and the store records."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ KEYS = ("out", "findings", "error", "records")
 
 
 def _bits(x):
+    """A tensor's bytes, every NaN as one NaN: a NaN's sign and payload are not compared (numpy's scalar and vector
+    loops pick different operands' NaNs for inf + -inf + nan; a GPU writes its one canonical NaN whatever they are)."""
     if isinstance(x, torch.Tensor):
         t = x.detach().reshape(-1).clone()
+        if t.is_floating_point() and t.numel():
+            t[torch.isnan(t)] = float("nan")
         return t.view(torch.uint8) if t.numel() else t
     if isinstance(x, (list, tuple)):
         return [_bits(v) for v in x]
