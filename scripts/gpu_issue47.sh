@@ -21,10 +21,14 @@ timeout 180 python3 -m pytest -p no:cacheprovider -v -rs tests/gpu/test_gpu_pyte
   tests/gpu/test_gpu_interpreter_pass.py -k "gpu_suite or host_code or jit_helpers or fp16 or liger_2025" \
   > "$out/gpu_tests.txt" 2>&1
 cd "$liger"
+[ -f pytest.ini ] || printf '[pytest]\n' > pytest.ini  # Liger's own rootdir, not tdebug's pyproject
+plugin=(); python3 -c 'from importlib.metadata import entry_points as e; import sys; sys.exit(not any(x.value.startswith("tdebug") for x in e(group="pytest11")))' || plugin=(-p tdebug.pytest_plugin.plugin)
 s=$(date +%s.%N)
-timeout 120 python3 -m pytest -p no:cacheprovider -n 8 -q -rfE "${tests[@]}" > "$out/liger_plain.txt" 2>&1
+timeout "${PLAIN_SECONDS:-200}" python3 -m pytest -p no:cacheprovider -n 8 -v -rfE "${tests[@]}" > "$out/liger_plain.txt" 2>&1
 echo "exit $? wall $(python3 -c "print(round($(date +%s.%N)-$s,1))") s" >> "$out/liger_plain.txt"
+tfiles=("${tests[@]}")
+if [ -n "${TDEBUG_FILES:-}" ]; then tfiles=(); for f in $TDEBUG_FILES; do tfiles+=("test/transformers/test_$f.py"); done; fi
 s=$(date +%s.%N)
-timeout "$budget" python3 -m pytest -p no:cacheprovider -n 8 -v -rfE --tdebug --tdebug-timeout 120 \
-  --tdebug-json "$out/liger_tdebug.json" "${tests[@]}" > "$out/liger_tdebug.txt" 2>&1
+timeout "$budget" python3 -m pytest -p no:cacheprovider "${plugin[@]}" -n "${WORKERS:-8}" -v -rfE --tdebug --tdebug-timeout 120 \
+  --tdebug-json "$out/liger_tdebug.json" "${tfiles[@]}" > "$out/liger_tdebug.txt" 2>&1
 echo "exit $? wall $(python3 -c "print(round($(date +%s.%N)-$s,1))") s" >> "$out/liger_tdebug.txt"

@@ -18,11 +18,19 @@ SUITE = Path(__file__).resolve().parent / "data" / "gpu_pytest_suite.py"
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
+def plugin_args() -> list[str]:
+    """`-p` for tdebug's plugin where it is not installed (a checkout on PYTHONPATH, as on the GPU machine)."""
+    from importlib.metadata import entry_points
+
+    installed = any(e.value.startswith("tdebug") for e in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "tdebug.pytest_plugin.plugin"]
+
+
 def test_a_gpu_suite_under_tdebug(tmp_path):
     test = tmp_path / "test_suite.py"
     test.write_text(SUITE.read_text())
     report = tmp_path / "tdebug.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--tdebug", "--tdebug-json", str(report), "-p",
+    proc = subprocess.run([sys.executable, "-m", "pytest", *plugin_args(), "--tdebug", "--tdebug-json", str(report), "-p",
                            "no:cacheprovider", "-p", "no:randomly", "-q", str(test)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})

@@ -54,7 +54,7 @@ R, D = 8, 64
 state = torch.randn(R, D, device=dev)
 before = state.clone()
 decay = torch.rand(R, device=dev)
-out = torch.empty(R, device=dev)
+out = torch.zeros(R, device=dev)
 for step in range(3):
     inp = torch.randn(R, D, device=dev) + out[:, None]  # the last launch's output, on the GPU
     state_update[(R,)](state, inp, decay, out, D=D)
