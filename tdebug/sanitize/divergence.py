@@ -147,7 +147,8 @@ def _interpreted_holders() -> list[tuple[object, str]]:
             items = list(vars(module).items())
         except TypeError:
             continue
-        found += [(module, key) for key, value in items if isinstance(value, InterpretedFunction)]
+        # type(), not isinstance(): no module's lazy or deprecated object is asked for its __class__
+        found += [(module, key) for key, value in items if issubclass(type(value), InterpretedFunction)]
     _HOLDERS.update(count=len(sys.modules), found=found)
     return found
 
@@ -196,15 +197,20 @@ def _tensors(value, name: str) -> list[tuple[str, object]]:
 def _view(storage, t):
     import torch
 
-    return torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, t.storage_offset(), t.size(), t.stride())
+    return torch.empty(0, dtype=t.dtype, device=storage.device).set_(storage, t.storage_offset(), t.size(), t.stride())
 
 
 def _copy(storage):
+    """A host copy of a storage: the snapshots and both sides' results live in host memory, so the check adds no
+    GPU memory to the script's (pytest-xdist workers share one card)."""
     import torch
 
-    out = torch.UntypedStorage(storage.nbytes(), device=storage.device)
+    out = torch.UntypedStorage(storage.nbytes())
     out.copy_(storage)
     return out
+
+
+DEVICES = ("cuda",)  # the launches compared: those with tensor arguments on these devices
 
 
 def compare(compiled, interpreted, atomic: bool) -> tuple[np.ndarray, float, float]:
@@ -269,7 +275,7 @@ class DivergenceCheck:
         fn = args[0]
         named = [t for i, a in enumerate(args[1:]) for t in _tensors(a, _arg_name(fn, i))]
         named += [t for k, v in kwargs.items() if k not in ("grid", "warmup") for t in _tensors(v, k)]
-        named = [(n, t) for n, t in named if t.device.type == "cuda"]
+        named = [(n, t) for n, t in named if t.device.type in DEVICES]
         if not named:
             return original(*args, **kwargs)
         import torch
@@ -289,7 +295,8 @@ class DivergenceCheck:
             call = {k: v for k, v in kwargs.items() if k != "warmup"}
             with compiled_language():
                 jit.run(*args[1:], warmup=False, **call)
-            torch.cuda.synchronize()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - what Triton says becomes the note; the pass goes on
             for p, s in storages.items():
                 s.copy_(interpreted[p])

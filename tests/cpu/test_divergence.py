@@ -167,3 +167,45 @@ def test_a_kernel_not_compared_is_one_note_line_unless_divergence_is_asked_for()
     result, notes, coverage = merge_engines(None, interp(), strict_divergence=True)  # --check divergence
     assert [c.status for c in result.cases] == ["pass", "fail"]
     assert len(notes) == 2 and all("divergence not compared" in n for n in notes) and coverage == []
+
+
+class _Kernel:
+    __name__ = "k"
+    arg_names = ["x_ptr", "out_ptr"]
+    fn = None
+    kwargs = None
+
+
+class _Compiled:
+    def run(self, x, out, grid=None, warmup=False):
+        out.copy_(x * 2)
+        out[3] += 1.0  # the compiled side parts from the interpreter at one element
+
+
+def _interpreted(fn, x, out, grid=None, warmup=False):
+    out.copy_(x * 2)
+
+
+def test_each_launch_is_compared_and_the_script_goes_on_with_the_side_asked_for(monkeypatch):
+    """DivergenceCheck.launch on host tensors standing in for CUDA ones: both sides start from the same snapshot,
+    the differing element is the finding, and the tensor holds the compiled results (pytest --tdebug on a GPU) or
+    the interpreted ones (sanitize's interpreter pass)."""
+    from tdebug.sanitize import divergence
+
+    monkeypatch.setattr(divergence, "DEVICES", ("cpu",))
+    monkeypatch.setattr(divergence, "compiled_function", lambda fn, kwargs=None: _Compiled())
+    torch.manual_seed(0)
+    for keep in ("compiled", "interpreted"):
+        found: list[Finding] = []
+        check = divergence.DivergenceCheck(found.append, "pytest", keep=keep)
+        x = torch.randn(8)
+        out = torch.full((8,), float("nan"))
+        check.launch(_interpreted, (_Kernel(), x, out), {"grid": (1,)})
+        want = x * 2
+        if keep == "compiled":
+            want[3] += 1.0
+        assert torch.equal(out, want), keep
+        assert check.compared == 1
+        (f,) = found
+        assert f.check == "divergence" and f.tensor == "out_ptr" and f.count == 1 and f.indices == [[3]]
+        assert f.extra["compiled"] == float(x[3] * 2 + 1) and f.extra["interpreted"] == float(x[3] * 2)

@@ -30,8 +30,8 @@ def test_a_gpu_suite_under_tdebug(tmp_path):
     test = tmp_path / "test_suite.py"
     test.write_text(SUITE.read_text())
     report = tmp_path / "tdebug.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest", *plugin_args(), "--tdebug", "--tdebug-json", str(report), "-p",
-                           "no:cacheprovider", "-p", "no:randomly", "-q", str(test)],
+    proc = subprocess.run([sys.executable, "-m", "pytest", *plugin_args(), "--tdebug", "--tdebug-json", str(report),
+                           "-p", "no:cacheprovider", "-p", "no:randomly", "-q", str(test)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     out = proc.stdout + proc.stderr

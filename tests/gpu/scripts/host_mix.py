@@ -55,7 +55,7 @@ state = torch.randn(R, D, device=dev)
 before = state.clone()
 decay = torch.rand(R, device=dev)
 out = torch.zeros(R, device=dev)
-for step in range(3):
+for _step in range(3):
     inp = torch.randn(R, D, device=dev) + out[:, None]  # the last launch's output, on the GPU
     state_update[(R,)](state, inp, decay, out, D=D)
     before = before * decay[:, None] + inp

@@ -2,6 +2,7 @@
 min(...): with more SMs than rows, most programs' loops are empty."""
 import math
 import os
+
 import torch
 import triton
 import triton.language as tl
