@@ -22,7 +22,7 @@ from ..runtime.worker import fault_finding
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
 from .plugin import REPRO_ROOT
-from .testrun import Settings, TestRun, pass_findings, revive, run_test
+from .testrun import Settings, TestRun, explained_assert_close, pass_findings, revive, run_test
 from .verdict import VERDICT, TdebugFailure, Verdict, crash_text
 
 
@@ -180,6 +180,9 @@ class Runner:
         try:
             if settings.skip:
                 runtest()
+            elif watchdog:  # a GPU test in pytest's process: a failing assert_close says where, as in a child
+                with poisoned_empty(), explained_assert_close():
+                    runtest()
             else:
                 with poisoned_empty():
                     runtest()

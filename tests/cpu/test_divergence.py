@@ -209,3 +209,15 @@ def test_each_launch_is_compared_and_the_script_goes_on_with_the_side_asked_for(
         (f,) = found
         assert f.check == "divergence" and f.tensor == "out_ptr" and f.count == 1 and f.indices == [[3]]
         assert f.extra["compiled"] == float(x[3] * 2 + 1) and f.extra["interpreted"] == float(x[3] * 2)
+
+
+def test_check_divergence_without_the_gpus_interpreter_pass_is_refused(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('never run')\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
+    for device, code in (("cpu", 2), ("auto", 3)):
+        proc = subprocess.run([sys.executable, "-m", "tdebug", "sanitize", "--device", device, "--check", "divergence",
+                               str(script)], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        assert "--check divergence" in proc.stderr and "never run" not in proc.stdout
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
