@@ -143,7 +143,7 @@ class Runner:
             # unittest and other items report failures through the item, not by raising: run in-process.
             self._in_process(item, runtest, settings)
             return
-        if self.gpu and cuda_initialised():
+        if cuda_initialised():
             # CUDA is up in this process (a fixture, a module-level tensor): a forked child could not use it. The
             # test runs here, a hang ends this process after the timeout with every thread's traceback (pytest-xdist
             # reports the test as crashed and starts a fresh worker).
