@@ -184,6 +184,12 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
     # After the output paths: a path that cannot be written is refused (exit 2) before the device is asked for.
     use_tools, gpu_interpreter, line = plan_engines(device, engine)
     use_gpu = use_tools or gpu_interpreter
+    if "divergence" in checks and not gpu_interpreter:
+        why = "--check divergence compares each launch compiled and interpreted"
+        if device == "cpu" or engine not in ("auto", "tdebug"):  # asked for together with what excludes it
+            raise click.UsageError(f"{why}: it needs the GPU's interpreter pass (--device auto or cuda, --engine "
+                                   "auto or tdebug)")
+        raise CouldNotRun(f"{why}: {NO_GPU}")
     limits = _limits(max_programs, max_mib, use_gpu)
     repro_folder = repro.Folder(repro_dir)
     if line:  # a note, on stdout: stderr is for the one line of an error

@@ -38,6 +38,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "holding files tdebug did not write gets a fresh subfolder")
     group.addoption("--tdebug-seed", type=int, metavar="N", default=None,
                     help="input seed of the catalogue's cases (default: fresh, printed in the summary)")
+    group.addoption("--tdebug-device", choices=["auto", "cpu", "cuda"], default="auto",
+                    help="auto (default): on a machine with a CUDA GPU, each launch on CUDA tensors runs compiled as "
+                         "in plain pytest (the test sees its results) and also under the interpreter sanitizer on "
+                         "copies, the two compared (divergence); cpu: the interpreter's results only, as on a "
+                         "CPU-only machine; cuda: as auto, an error where no GPU is visible")
 
 
 def _active(namespace) -> bool:
@@ -54,6 +59,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """TRITON_INTERPRET is read when @triton.jit decorates: set it before any conftest imports kernels."""
     if _active(early_config.known_args_namespace):
         os.environ["TRITON_INTERPRET"] = "1"
+        # torch.cuda.is_available() asked of NVML, not of the CUDA driver: a test's process forked later can still
+        # use CUDA (a suite's `device = "cuda" if torch.cuda.is_available() else "cpu"` at import would poison it)
+        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,6 +70,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if config.option.tdebug_config is not None and config.option.tdebug_config < 0:
         raise pytest.UsageError("--tdebug-config: a config index is 0 or more")
+    if getattr(config.option, "tdebug_device", "auto") == "cuda":
+        from ..runtime.device import gpu_visible_nvml
+
+        if not gpu_visible_nvml():
+            raise pytest.UsageError("--tdebug-device cuda: no CUDA GPU is visible")
     if hasattr(config, "workerinput"):
         seed = config.workerinput.get("tdebug_seed", 0)
     else:

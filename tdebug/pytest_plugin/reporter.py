@@ -59,6 +59,7 @@ class Reporter:
             "launches": sum(t["launches"] for t in self.tests.values()),
             "with_findings": sum(bool(t["findings"]) for t in self.tests.values()),
             "crashed_or_hung": sum(bool(t["crash"]) for t in self.tests.values()),
+            "in_process": sum(bool(t.get("in_process")) for t in self.tests.values()),
             "findings_by_check": dict(sorted(checks.items())),
             # Where the tests' time went (wall seconds, summed over tests): their calls, of which Triton launches.
             "time": {"seconds": round(sum(t["time"]["seconds"] for t in self.tests.values() if "time" in t), 3),
@@ -81,6 +82,12 @@ class Reporter:
                 + (f"; catalogue seed {self.seed}" if option.tdebug_catalogue else ""))
         terminalreporter.write_sep("-", "tdebug")
         terminalreporter.write_line(line)
+        if s["in_process"]:
+            terminalreporter.write_line(
+                f"tdebug: {s['in_process']} test(s) ran in pytest's own process, not a forked child: CUDA was "
+                "initialised there (a fixture or a module-level CUDA tensor), and a child forked after that cannot "
+                "use it; a crash there ends the process (with pytest-xdist: its worker), a hang after "
+                "--tdebug-timeout")
         spent = s["time"]
         if spent["seconds"] > 0:
             share = 100 * spent["launch_seconds"] / spent["seconds"]

@@ -4,6 +4,7 @@ findings turned into failures, the catalogue's cases collected as items."""
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import shutil
 import tempfile
@@ -21,7 +22,7 @@ from ..runtime.worker import fault_finding
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
 from .plugin import REPRO_ROOT
-from .testrun import Settings, TestRun, pass_findings, revive, run_test
+from .testrun import Settings, TestRun, explained_assert_close, pass_findings, revive, run_test
 from .verdict import VERDICT, TdebugFailure, Verdict, crash_text
 
 
@@ -46,11 +47,21 @@ class Runner:
         self.follow_root = Path(tempfile.mkdtemp(prefix="tdebug-follow-"))
         root = config.stash.get(REPRO_ROOT, None)
         self.session = SanitizerSession(sorted(self.checks))
+        # On a machine with a CUDA GPU each launch on CUDA tensors also runs compiled, from the same inputs; the test
+        # goes on with the compiled results (as its GPU suite does) and the two are compared (divergence).
+        from ..runtime.device import gpu_visible_nvml
+
+        self.gpu = getattr(option, "tdebug_device", "auto") != "cpu" and gpu_visible_nvml()
+        listeners = []
+        if self.gpu:
+            from ..sanitize.divergence import DivergenceCheck
+
+            listeners.append(DivergenceCheck.into(self.session, "pytest", keep="compiled"))
         self.engine = install(Recipe(
             interpret=True, store_records=True,  # a failing assert_close says where (tdebug.explain)
             clamp_config=self.config_index is None, repro=(Path(root), "") if root else None,
             follow=Follow(self.follow_root, {"sanitize": {"checks": sorted(self.checks)}}, active=False),
-            serialise=True), self.session)  # serialise: one launch at a time across threads
+            serialise=True), self.session, listeners)  # serialise: one launch at a time across threads
         self.follower = self.engine.follower
         import torch
 
@@ -132,6 +143,12 @@ class Runner:
             # unittest and other items report failures through the item, not by raising: run in-process.
             self._in_process(item, runtest, settings)
             return
+        if cuda_initialised():
+            # CUDA is up in this process (a fixture, a module-level tensor): a forked child could not use it. The
+            # test runs here, a hang ends this process after the timeout with every thread's traceback (pytest-xdist
+            # reports the test as crashed and starts a fresh worker).
+            self._in_process(item, runtest, settings, watchdog=True)
+            return
         run = run_test(item, runtest, self.session, settings, self.follower)
         verdict = _verdict(run, settings)
         item.stash[VERDICT] = verdict
@@ -154,16 +171,24 @@ class Runner:
         if verdict.failed:
             raise TdebugFailure(verdict.text())
 
-    def _in_process(self, item: pytest.Item, runtest: Callable[[], None], settings: Settings) -> None:
+    def _in_process(self, item: pytest.Item, runtest: Callable[[], None], settings: Settings,
+                    watchdog: bool = False) -> None:
         begin_case(settings.config or 0)
         started = time.perf_counter()
+        if watchdog and settings.timeout:
+            faulthandler.dump_traceback_later(settings.timeout, exit=True)
         try:
             if settings.skip:
                 runtest()
+            elif watchdog:  # a GPU test in pytest's process: a failing assert_close says where, as in a child
+                with poisoned_empty(), explained_assert_close():
+                    runtest()
             else:
                 with poisoned_empty():
                     runtest()
         finally:
+            if watchdog and settings.timeout:
+                faulthandler.cancel_dump_traceback_later()
             findings = [] if settings.skip else self.session.end_case()
             internal = fault_finding()  # tdebug's own error inside a patch, even one the test caught
             if internal is not None and not settings.skip:
@@ -171,9 +196,17 @@ class Runner:
             verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(self.engine.launches),
                                                     configs=[settings.config or 0],
                                                     seconds=time.perf_counter() - started,
-                                                    launch_seconds=sum(r.seconds for r in self.engine.launches))
+                                                    launch_seconds=sum(r.seconds for r in self.engine.launches),
+                                                    in_process=watchdog)
         if verdict.failed:
             raise TdebugFailure(verdict.text())
+
+
+def cuda_initialised() -> bool:
+    """CUDA is initialised in this process (torch's lazy init ran): a child forked from it cannot use CUDA."""
+    import torch
+
+    return bool(torch.cuda.is_initialized())
 
 
 def _verdict(run: TestRun, settings: Settings) -> Verdict:

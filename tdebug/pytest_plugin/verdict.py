@@ -35,6 +35,7 @@ class Verdict:
     own_failure: str = ""  # the test's own failure text (an assertion, an exception), "" if it passed
     seconds: float = 0.0  # the test's call in its children, every config pass (wall)
     launch_seconds: float = 0.0  # of which in Triton launches: the interpreter and tdebug's checks
+    in_process: bool = False  # run in the pytest process (CUDA was up there), not in a forked child
 
     @property
     def failed(self) -> bool:
@@ -57,6 +58,7 @@ class Verdict:
         """Plain JSON types only: pytest-xdist carries it from a worker to the controller on the report."""
         return json.loads(json.dumps({"findings": [f.to_dict() for f in self.findings], "crash": self.crash,
                                       "launches": self.launches, "configs": self.configs,
+                                      "in_process": self.in_process,
                                       "time": {"seconds": round(self.seconds, 3),
                                                "launch_seconds": round(self.launch_seconds, 3)}}, default=str))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import functools
+import os
 
 ASKED = ("auto", "cpu", "cuda")  # what --device takes
 DEFAULT = "auto"  # every command's default: the GPU when one is visible, else the CPU interpreter
@@ -53,3 +54,25 @@ def resolve(asked: str = DEFAULT) -> Device:
     if asked == "cuda":
         raise NoGpu(f"--device cuda: {NO_GPU}")
     return Device.CPU
+
+
+def gpu_visible_nvml() -> bool:
+    """A CUDA device is visible, asked of NVML (no CUDA context, no cuInit): safe in a process that forks later
+    (CUDA cannot be used in a child forked after the parent initialised it). CUDA_VISIBLE_DEVICES honoured."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    try:
+        nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_uint(0)
+    try:
+        if nvml.nvmlInit_v2() != 0:
+            return False
+        try:
+            return nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) == 0 and count.value > 0
+        finally:
+            nvml.nvmlShutdown()
+    except AttributeError:
+        return False

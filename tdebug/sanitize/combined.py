@@ -90,7 +90,8 @@ def sanitize_combined(job: Job, tools: Sequence[str], *, interpreter: bool = Tru
         cs_mod.write_logs(keep_log, tool_runs)
     runs = [EngineRun(r.tool, r.result, r.seconds) for r in tool_runs] + ([interp] if interp else [])
     gpu = tag_gpu_run(cs_mod.combine(tool_runs)) if tool_runs else None
-    result, notes, coverage = merge_engines(gpu, interp.result if interp else None)
+    strict = "divergence" in ((job.sanitize.checks if job.sanitize is not None else ()) or ())
+    result, notes, coverage = merge_engines(gpu, interp.result if interp else None, strict_divergence=strict)
     return Combined(result, runs, notes, coverage, time.perf_counter() - started)
 
 
@@ -181,27 +182,33 @@ def merge_case(gpu: CaseResult | None, interp: CaseResult | None, label: str, in
     return case, notes
 
 
-def unchecked_notes(interp: JobResult) -> list[str]:
+def unchecked_notes(interp: JobResult, strict: bool = False, soft: list[str] | None = None) -> list[str]:
     """Take out of the interpreter pass's cases what it says it could not check (a kernel the divergence check
-    could not run compiled): notes, never findings of the kernel; a case left with no finding passes."""
+    could not run compiled): notes, never findings of the kernel; a case left with no finding passes. A launch
+    whose divergence could not be compared is a plain note (into `soft`: the memory checks' verdict stands),
+    unless `strict` (`--check divergence` asked for it by name): then it is not checked."""
     notes: list[str] = []
     for case in interp.cases:
         said = [f for f in case.findings if f.extra.get("unchecked")]
         if not said:
             continue
-        notes += [f"{case.label}: {f.message}" for f in said]
+        for f in said:
+            lenient = soft is not None and not strict and f.extra.get("unchecked") == "divergence"
+            (soft if lenient else notes).append(f"{case.label}: {f.message}")
         case.findings = [f for f in case.findings if not f.extra.get("unchecked")]
         if not case.findings and case.status == "fail":
             case.status = "pass"
     return notes
 
 
-def merge_engines(gpu: JobResult | None, interp: JobResult | None) -> tuple[JobResult, list[str], list[str]]:
+def merge_engines(gpu: JobResult | None, interp: JobResult | None,
+                  strict_divergence: bool = False) -> tuple[JobResult, list[str], list[str]]:
     """Both engines' results, case by case, matched by label; the notes on what the interpreter pass did not
     check; and coverage lines: on a GPU a catalogue file plans its GPU dtypes (bf16 too), the interpreter
-    its CPU ones, so a case only one of them plans is that engine's alone."""
-    notes: list[str] = unchecked_notes(interp) if interp is not None else []
+    its CPU ones, so a case only one of them plans is that engine's alone (and the launches whose divergence
+    could not be compared, unless `strict_divergence`: then they are notes of what was not checked)."""
     coverage: list[str] = []
+    notes: list[str] = unchecked_notes(interp, strict_divergence, coverage) if interp is not None else []
     if interp is not None and interp.fatal and gpu is not None and not gpu.fatal:
         notes.append(f"tdebug's interpreter pass could not start ({interp.fatal}); {ONLY_TDEBUG} NOT checked")
         interp = None

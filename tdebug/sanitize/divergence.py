@@ -14,7 +14,9 @@ updated with atomics is compared within that tolerance too, and the finding says
 free on a GPU. The differing elements are described from the interpreter's store records (runtime/localise.py):
 which programs and store line wrote them, the pattern, the first differing element with both values, and the
 `tdebug run ... --break LINE --pid P` command that stops there. A kernel that cannot be compiled in the pass
-(what Triton says is kept) gets a note: divergence NOT checked for it, never "clean".
+(what Triton says is kept) gets one note line: divergence not compared for it (`--check divergence` makes that
+strict: the run is then NOT fully checked). The compiled side is the kernel's own function as a JITFunction, its
+jit helpers compiled however the kernel reaches them (a global name, `module.helper`, tl's own @jit functions).
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ def compiled_language():
         wrapped = _member_of(value)  # tl.tensor.sum: compiled Triton sets the JITFunction itself
         return compiled_function(wrapped.fn, wrapped.kwargs) if wrapped is not None else original_of(value, undo)
 
+    swapped = _swap_modules()
     try:
         for owner, names in _PRISTINE.items():
             _set_all(owner, {name: compiled(v) for name, v in names.items()})
@@ -121,6 +124,46 @@ def compiled_language():
     finally:
         for owner, names in saved.items():
             _set_all(owner, names)
+        for module, name, value in swapped:
+            setattr(module, name, value)
+
+
+_HOLDERS: dict = {"count": -1, "found": []}  # the modules (and names) that hold an InterpretedFunction
+
+
+def _interpreted_holders() -> list[tuple[object, str]]:
+    """(module, name) of every module-level InterpretedFunction outside triton.language: the jit helpers a kernel
+    reaches as `module.helper` (FlagGems' `tle.program_id`, a `utils.helper`), which no clone's globals cover.
+    Rescanned when the set of imported modules changes."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if _HOLDERS["count"] == len(sys.modules):
+        return _HOLDERS["found"]
+    found = []
+    for name, module in list(sys.modules.items()):
+        if module is None or name.startswith("triton.language") or not isinstance(module, types.ModuleType):
+            continue
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        # type(), not isinstance(): no module's lazy or deprecated object is asked for its __class__
+        found += [(module, key) for key, value in items if issubclass(type(value), InterpretedFunction)]
+    _HOLDERS.update(count=len(sys.modules), found=found)
+    return found
+
+
+def _swap_modules() -> list[tuple[object, str, object]]:
+    """Put the compiled JITFunction in place of each module-level InterpretedFunction; what to put back."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    swapped = []
+    for module, name in _interpreted_holders():
+        value = vars(module).get(name)
+        if isinstance(value, InterpretedFunction):
+            setattr(module, name, compiled_function(value.fn, value.kwargs))
+            swapped.append((module, name, value))
+    return swapped
 
 
 def _member_of(value):
@@ -154,15 +197,20 @@ def _tensors(value, name: str) -> list[tuple[str, object]]:
 def _view(storage, t):
     import torch
 
-    return torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, t.storage_offset(), t.size(), t.stride())
+    return torch.empty(0, dtype=t.dtype, device=storage.device).set_(storage, t.storage_offset(), t.size(), t.stride())
 
 
 def _copy(storage):
+    """A host copy of a storage: the snapshots and both sides' results live in host memory, so the check adds no
+    GPU memory to the script's (pytest-xdist workers share one card)."""
     import torch
 
-    out = torch.UntypedStorage(storage.nbytes(), device=storage.device)
+    out = torch.UntypedStorage(storage.nbytes())
     out.copy_(storage)
     return out
+
+
+DEVICES = ("cuda",)  # the launches compared: those with tensor arguments on these devices
 
 
 def compare(compiled, interpreted, atomic: bool) -> tuple[np.ndarray, float, float]:
@@ -186,22 +234,26 @@ class DivergenceCheck:
     """Installed in the interpreter pass's child on a GPU; findings go to `report`, notes to `note`."""
 
     def __init__(self, report: Callable[[Finding], None], target: str, argv: list[str] | None = None,
-                 note: Callable[[Finding], None] | None = None) -> None:
+                 note: Callable[[Finding], None] | None = None, keep: str = "interpreted") -> None:
         self.report = report
         self.note = note or report
         self.target = target
         self.argv = list(argv or [])
         self.not_compiled: set[str] = set()
         self.busy = False
+        # Whose results the script goes on with: "interpreted" (sanitize's interpreter pass) or "compiled"
+        # (pytest --tdebug on a GPU: the test sees what its GPU suite sees; the interpreter ran on the side).
+        self.keep = keep
+        self.compared = 0  # launches compared
 
     @classmethod
-    def into(cls, session, target: str, argv: list[str] | None = None) -> DivergenceCheck:
+    def into(cls, session, target: str, argv: list[str] | None = None, keep: str = "interpreted") -> DivergenceCheck:
         """A check whose findings join the sanitizer session's findings of the case (named by its config)."""
         def report(finding: Finding) -> None:
             finding.config = finding.config or session.config
             session.case_findings.append(finding)
 
-        return cls(report, target, argv)
+        return cls(report, target, argv, keep=keep)
 
     def install(self) -> None:
         from triton.runtime import interpreter
@@ -223,7 +275,7 @@ class DivergenceCheck:
         fn = args[0]
         named = [t for i, a in enumerate(args[1:]) for t in _tensors(a, _arg_name(fn, i))]
         named += [t for k, v in kwargs.items() if k not in ("grid", "warmup") for t in _tensors(v, k)]
-        named = [(n, t) for n, t in named if t.device.type == "cuda"]
+        named = [(n, t) for n, t in named if t.device.type in DEVICES]
         if not named:
             return original(*args, **kwargs)
         import torch
@@ -243,7 +295,8 @@ class DivergenceCheck:
             call = {k: v for k, v in kwargs.items() if k != "warmup"}
             with compiled_language():
                 jit.run(*args[1:], warmup=False, **call)
-            torch.cuda.synchronize()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - what Triton says becomes the note; the pass goes on
             for p, s in storages.items():
                 s.copy_(interpreted[p])
@@ -251,14 +304,16 @@ class DivergenceCheck:
                 self.not_compiled.add(kernel)
                 why = str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else type(exc).__name__
                 self.note(Finding(check="note", kernel=kernel, extra={"unchecked": "divergence"}, message=(
-                    f"divergence NOT checked for {kernel}: it could not run compiled inside the interpreter pass "
-                    f"({type(exc).__name__}: {why})")))
+                    f"divergence not compared for {kernel}: Triton could not run it compiled from the interpreter "
+                    f"pass ({type(exc).__name__}: {why})")))
             return out
         finally:
             self.busy = False
+        self.compared += 1
         compiled = {p: _copy(s) for p, s in storages.items()}
-        for p, s in storages.items():
-            s.copy_(interpreted[p])
+        if self.keep != "compiled":
+            for p, s in storages.items():
+                s.copy_(interpreted[p])
         seen: set[tuple] = set()
         for name, t in named:
             key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.size()), tuple(t.stride()), t.dtype)

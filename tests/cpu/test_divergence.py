@@ -87,13 +87,137 @@ def test_compiled_twin_of_an_interpreted_kernel(tmp_path):
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
 
 
-def test_a_kernel_not_compiled_is_a_note_not_a_finding():
-    note = Finding(check="note", kernel="k", message="divergence NOT checked for k: ...",
+MODULE_HELPER = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, {root!r})
+    sys.path.insert(0, {here!r})
+    from tdebug.interpreter import patches
+    patches.install()
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime.interpreter import InterpretedFunction
+    from tdebug.sanitize.divergence import compiled_function, compiled_language, snapshot_language
+    import helpers  # FlagGems style: jit helpers reached as attributes of another module
+
+    snapshot_language()
+
+    @triton.jit
+    def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = helpers.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = (offs < n) and (offs >= 0)
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        tl.store(out_ptr + offs, helpers.twice(x) + tl.max(x, axis=0), mask=mask)
+
+    x, out = torch.randn(100), torch.empty(100)
+    kernel[(1,)](x, out, 100, BLOCK=128)
+    jit = compiled_function(kernel.fn)
+    with compiled_language():
+        src = ASTSource(fn=jit, signature={{"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}},
+                        constexprs={{"BLOCK": 128}})
+        ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert ".entry kernel" in ptx
+    assert isinstance(helpers.twice, InterpretedFunction)  # the module as it was, after the compile
+    kernel[(1,)](x, out, 100, BLOCK=128)
+    torch.testing.assert_close(out, x * 2 + x.max())
+    print("ok")
+''')
+
+HELPERS = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def program_id(axis: tl.constexpr):
+        return tl.program_id(axis).to(tl.int64)
+
+
+    @triton.jit
+    def twice(x):
+        return x * 2
+''')
+
+
+def test_compiled_twin_reaches_jit_helpers_through_a_module_attribute(tmp_path):
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    script = tmp_path / "modhelper.py"
+    script.write_text(MODULE_HELPER.format(root=str(ROOT), here=str(tmp_path)))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_kernel_not_compared_is_one_note_line_unless_divergence_is_asked_for():
+    note = Finding(check="note", kernel="k", message="divergence not compared for k: ...",
                    extra={"unchecked": "divergence"})
     race = Finding(check="race", message="race", kernel="k", file="/x/s.py", line=3)
-    interp = JobResult(kernel="s.py", labels=["s.py", "t.py"],
-                       cases=[CaseResult(0, "s.py", "fail", [note]), CaseResult(1, "t.py", "fail", [note, race])])
-    result, notes, _ = merge_engines(None, interp)
+
+    def interp() -> JobResult:
+        return JobResult(kernel="s.py", labels=["s.py", "t.py"],
+                         cases=[CaseResult(0, "s.py", "fail", [note]), CaseResult(1, "t.py", "fail", [note, race])])
+
+    result, notes, coverage = merge_engines(None, interp())
     assert [c.status for c in result.cases] == ["pass", "fail"]
     assert [f.check for f in result.cases[1].findings] == ["race"]
-    assert len(notes) == 2 and all("divergence NOT checked" in n for n in notes)
+    assert notes == [] and len(coverage) == 2 and all("divergence not compared" in n for n in coverage)
+    result, notes, coverage = merge_engines(None, interp(), strict_divergence=True)  # --check divergence
+    assert [c.status for c in result.cases] == ["pass", "fail"]
+    assert len(notes) == 2 and all("divergence not compared" in n for n in notes) and coverage == []
+
+
+class _Kernel:
+    __name__ = "k"
+    arg_names = ["x_ptr", "out_ptr"]
+    fn = None
+    kwargs = None
+
+
+class _Compiled:
+    def run(self, x, out, grid=None, warmup=False):
+        out.copy_(x * 2)
+        out[3] += 1.0  # the compiled side parts from the interpreter at one element
+
+
+def _interpreted(fn, x, out, grid=None, warmup=False):
+    out.copy_(x * 2)
+
+
+def test_each_launch_is_compared_and_the_script_goes_on_with_the_side_asked_for(monkeypatch):
+    """DivergenceCheck.launch on host tensors standing in for CUDA ones: both sides start from the same snapshot,
+    the differing element is the finding, and the tensor holds the compiled results (pytest --tdebug on a GPU) or
+    the interpreted ones (sanitize's interpreter pass)."""
+    from tdebug.sanitize import divergence
+
+    monkeypatch.setattr(divergence, "DEVICES", ("cpu",))
+    monkeypatch.setattr(divergence, "compiled_function", lambda fn, kwargs=None: _Compiled())
+    torch.manual_seed(0)
+    for keep in ("compiled", "interpreted"):
+        found: list[Finding] = []
+        check = divergence.DivergenceCheck(found.append, "pytest", keep=keep)
+        x = torch.randn(8)
+        out = torch.full((8,), float("nan"))
+        check.launch(_interpreted, (_Kernel(), x, out), {"grid": (1,)})
+        want = x * 2
+        if keep == "compiled":
+            want[3] += 1.0
+        assert torch.equal(out, want), keep
+        assert check.compared == 1
+        (f,) = found
+        assert f.check == "divergence" and f.tensor == "out_ptr" and f.count == 1 and f.indices == [[3]]
+        assert f.extra["compiled"] == float(x[3] * 2 + 1) and f.extra["interpreted"] == float(x[3] * 2)
+
+
+def test_check_divergence_without_the_gpus_interpreter_pass_is_refused(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('never run')\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
+    for device, code in (("cpu", 2), ("auto", 3)):
+        proc = subprocess.run([sys.executable, "-m", "tdebug", "sanitize", "--device", device, "--check", "divergence",
+                               str(script)], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        assert "--check divergence" in proc.stderr and "never run" not in proc.stdout
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
