@@ -171,7 +171,9 @@ class Runner:
             verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(self.engine.launches),
                                                     configs=[settings.config or 0],
                                                     seconds=time.perf_counter() - started,
-                                                    launch_seconds=sum(r.seconds for r in self.engine.launches))
+                                                    launch_seconds=sum(r.seconds for r in self.engine.launches),
+                                                    timed=[{"kernel": r.kernel, "seconds": r.seconds}
+                                                           for r in self.engine.launches])
         if verdict.failed:
             raise TdebugFailure(verdict.text())
 
@@ -184,6 +186,8 @@ def _verdict(run: TestRun, settings: Settings) -> Verdict:
         if child.result:
             verdict.seconds += child.result.get("seconds", 0.0)
             verdict.launch_seconds += sum(launch.get("seconds", 0.0) for launch in child.result["launches"])
+            verdict.timed += [{"kernel": launch.get("kernel", "?"), "seconds": launch["seconds"]}
+                              for launch in child.result["launches"] if "seconds" in launch]
     dead = [(index, child) for index, child in run.passes if child.result is None]
     if dead:
         index, child = dead[0]

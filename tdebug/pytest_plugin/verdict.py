@@ -13,6 +13,7 @@ import pytest
 
 from ..report import Finding, render
 from ..runtime.harness import signal_name
+from ..runtime.suite import slowest_kernel
 from .forked import ChildRun
 
 
@@ -35,6 +36,7 @@ class Verdict:
     own_failure: str = ""  # the test's own failure text (an assertion, an exception), "" if it passed
     seconds: float = 0.0  # the test's call in its children, every config pass (wall)
     launch_seconds: float = 0.0  # of which in Triton launches: the interpreter and tdebug's checks
+    timed: list[dict] = field(default_factory=list)  # every pass's launches ({"kernel", "seconds"}): the slowest
 
     @property
     def failed(self) -> bool:
@@ -58,7 +60,9 @@ class Verdict:
         return json.loads(json.dumps({"findings": [f.to_dict() for f in self.findings], "crash": self.crash,
                                       "launches": self.launches, "configs": self.configs,
                                       "time": {"seconds": round(self.seconds, 3),
-                                               "launch_seconds": round(self.launch_seconds, 3)}}, default=str))
+                                               "launch_seconds": round(self.launch_seconds, 3),
+                                               "launches": len(self.timed),  # every config pass's
+                                               "slowest_kernel": slowest_kernel(self.timed)}}, default=str))
 
 
 VERDICT = pytest.StashKey[Verdict]()
