@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write every finding with its test id as JSON")
     group.addoption("--tdebug-durations", type=int, metavar="N", default=None,
                     help="list the N tests whose Triton launches took longest (0: every test), as --durations "
-                         "does: launch seconds, the test's call seconds, its launches, its slowest kernel")
+                         "does: seconds in launches and in the test's own code, launches, the slowest kernel")
     group.addoption("--tdebug-timeout", type=float, metavar="SECONDS", default=300.0,
                     help="seconds one test's call may run before it is killed as hung (0: no limit; default 300)")
     group.addoption("--tdebug-catalogue", nargs="?", const="full", choices=["full", "quick"], default=None,

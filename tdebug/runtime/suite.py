@@ -38,18 +38,20 @@ def slowest_kernel(launches: Iterable[dict]) -> dict | None:
 
 def durations_lines(tests: Iterable[dict], n: int) -> list[str]:
     """The n tests whose Triton launches took longest (0: every test), as pytest's --durations lists its slowest
-    tests: launch seconds, the test's call seconds, its launches, the kernel that took most of them."""
+    tests: seconds in launches, seconds in the test's own code (its call's other seconds), its launches (every
+    autotune config pass's), the kernel whose launches took most of them."""
     timed = sorted((t for t in tests if "time" in t), key=lambda t: (-t["time"]["launch_seconds"], t["test"]))
     shown = timed if n == 0 else timed[:n]
     if not shown:
         return []
-    lines = [f"{'launch s':>9} {'call s':>8} {'launches':>8}  {'slowest kernel (s, launches)':<40} test"]
+    lines = [f"{'launch s':>9} {'own s':>8} {'launches':>8}  {'slowest kernel (s, launches)':<40} test"]
     for test in shown:
         spent = test["time"]
         slow = spent.get("slowest_kernel")
         kernel = f"{slow['kernel']} ({slow['seconds']:.2f} s, {slow['launches']})" if slow else "-"
         launches = spent.get("launches", test.get("launches", 0))
-        lines.append(f"{spent['launch_seconds']:9.2f} {spent['seconds']:8.2f} {launches:8d}  {kernel:<40} "
+        own = max(0.0, spent["seconds"] - spent["launch_seconds"])
+        lines.append(f"{spent['launch_seconds']:9.2f} {own:8.2f} {launches:8d}  {kernel:<40} "
                      f"{test['test']}")
     rest = len(timed) - len(shown)
     if rest:

@@ -50,6 +50,8 @@ def test_three_shards_merged_equal_the_unsharded_run(pytester: pytest.Pytester):
     assert [row.split()[-1] for row in rows] == [t["test"] for t in slowest]
     for row, test in zip(rows, slowest):
         assert float(row.split()[0]) == pytest.approx(test["time"]["launch_seconds"], abs=0.006)
+        own = test["time"]["seconds"] - test["time"]["launch_seconds"]  # the rest of the call: the test's own code
+        assert float(row.split()[1]) == pytest.approx(own, abs=0.011)
         assert test["time"]["slowest_kernel"]["kernel"] in row
     assert "(7 test(s) with less time in launches not shown" in out
     double = next(t for t in tests if t["test"].endswith("test_double_every_config"))
