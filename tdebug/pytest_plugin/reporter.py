@@ -30,6 +30,18 @@ def check_json_path(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
 
 
+def _message(report: pytest.TestReport) -> str:
+    """A report's one line: the exception (RuntimeError: ...) or the skip's reason."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):  # a skip: (path, line, "Skipped: reason")
+        return str(longrepr[2])
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        return crash.message
+    text = str(longrepr or "").strip()
+    return text.splitlines()[-1] if text else ""
+
+
 class Reporter:
     def __init__(self, config: pytest.Config, seed: int) -> None:
         self.config = config
@@ -55,9 +67,8 @@ class Reporter:
             # fixture's teardown among its causes): in the JSON report, so that a merged report (tdebug report)
             # counts what pytest counted.
             outcome = "skipped" if report.skipped else "error"
-            message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else ""
             self.other.append({"test": report.nodeid, "when": report.when, "outcome": outcome,
-                               "message": message[:300]})
+                               "message": _message(report)[:300]})
 
     def summary(self) -> dict:
         checks: Counter = Counter()

@@ -181,3 +181,51 @@ def test_bad_inputs_are_one_line_usage_errors(tmp_path: Path):
     assert json.loads(Path(good).read_text())["tests"][0]["test"] == "t.py::test_a"  # never overwritten
     with pytest.raises(ShardError, match="not a tdebug report"):
         load_all([str(tmp_path / "text.json")], [])
+
+
+SETUP_AND_TEARDOWN = """
+import pytest
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("the fixture could not set up")
+
+
+@pytest.fixture
+def dirty():
+    yield
+    raise RuntimeError("the fixture could not clean up")
+
+
+def test_setup_fails(broken):
+    pass
+
+
+@pytest.mark.skip(reason="needs a GPU")
+def test_skipped():
+    pass
+
+
+def test_teardown_fails(dirty):
+    pass
+"""
+
+
+def test_setup_errors_skips_and_teardown_errors_reach_the_report(pytester: pytest.Pytester):
+    """What pytest counts outside a test's call is in --tdebug-json ('other') and in the merged verdict."""
+    pytester.makepyfile(test_fixtures=SETUP_AND_TEARDOWN)
+    result = pytester.runpytest_subprocess("--tdebug", "-p", "no:cacheprovider", "--tdebug-json", "r.json",
+                                           timeout=300)
+    result.assert_outcomes(passed=1, skipped=1, errors=2)
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert [(o["test"], o["when"], o["outcome"]) for o in data["other"]] == [
+        ("test_fixtures.py::test_setup_fails", "setup", "error"),
+        ("test_fixtures.py::test_skipped", "setup", "skipped"),
+        ("test_fixtures.py::test_teardown_fails", "teardown", "error")]
+    assert "could not set up" in data["other"][0]["message"]
+    merged = report("r.json", "--json", "m.json", cwd=pytester.path)
+    assert merged.returncode == 1, merged.stdout + merged.stderr  # two errors: failures
+    tests = {t["test"]: t["outcome"] for t in json.loads((pytester.path / "m.json").read_text())["tests"]}
+    assert tests == {"test_fixtures.py::test_setup_fails": "error", "test_fixtures.py::test_skipped": "skipped",
+                     "test_fixtures.py::test_teardown_fails": "error"}
