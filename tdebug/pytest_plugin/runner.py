@@ -55,6 +55,7 @@ class Runner:
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
+        warm_lazy_imports()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         shutil.rmtree(self.follow_root, ignore_errors=True)
@@ -176,6 +177,26 @@ class Runner:
                                                            for r in self.engine.launches])
         if verdict.failed:
             raise TdebugFailure(verdict.text())
+
+
+def warm_lazy_imports() -> None:
+    """What a test's first call imports lazily, imported once here: each test runs in a child forked from this
+    process, so an import left to the child is paid again by every test. torch.testing.assert_close imports
+    torch.distributed.tensor at its first call (torch 2.13: about 2 s, sympy among it, in every test that
+    compares its output); Triton 3.9 imports triton.experimental.gluon at a process's first launch."""
+    import importlib.util
+
+    import torch
+
+    try:
+        torch.testing.assert_close(torch.zeros(2), torch.zeros(2))
+    except Exception:  # noqa: BLE001 - a torch whose assert_close fails here: the tests will say so themselves
+        pass
+    try:
+        if importlib.util.find_spec("triton.experimental.gluon") is not None:
+            import triton.experimental.gluon  # noqa: F401
+    except Exception:  # noqa: BLE001 - a Triton without it (3.6): nothing to warm
+        pass
 
 
 def _verdict(run: TestRun, settings: Settings) -> Verdict:
