@@ -59,7 +59,11 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
     # What the parent holds (torch, Triton, the collected tests) is frozen out of the collector's sight in the
     # child: a collection there would walk it all, and touch (copy) every page of it. The parent thaws it again.
     gc.freeze()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:
+        gc.unfreeze()
+        raise
     if pid != 0:
         gc.unfreeze()
     if pid == 0:  # the child: never returns into pytest
