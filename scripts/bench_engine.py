@@ -7,7 +7,9 @@ alternating within one run, medians with their spread, peak RSS; writes PREFIX.j
 Modes: `plain` (TRITON_INTERPRET=1 python workloads.py NAME; the shims it needs are named in workloads.py),
 `serial` and `batched` (`python -m tdebug sanitize --device cpu --seed 1` of the same script with
 TDEBUG_EXECUTOR=serial or batched), and with `--baseline DIR` also `baseline` (serial, with the tdebug of another
-checkout, e.g. main: before/after a change). Launch CPU comes from the workload itself (time.process_time()
+checkout, e.g. main: before/after a change), and `torch` (`workloads.py NAME --torch`: the floor, each workload's
+computation done by torch on the same CPU, one thread, in its dtype; the table's MODE / torch columns divide a
+mode's launch CPU by it). Launch CPU comes from the workload itself (time.process_time()
 around its launches, a `TDEBUG_BENCH {json}` line in its output); whole-command CPU and peak RSS from the child's
 rusage (os.wait4). Every mode runs on the Python given (its Triton): the one running this script by default.
 """
@@ -31,7 +33,8 @@ WORKLOADS_SCRIPT = ROOT / "scripts" / "bench_engine" / "workloads.py"
 WORKLOADS = ["matmul", "softmax", "rms_norm_fwd", "rms_norm_bwd", "attention_causal", "matmul_splitk", "spin_lock",
              "matmul_bf16", "rms_norm_bf16_fwd", "rms_norm_bf16_bwd", "small_launches", "row_stream",
              "row_stream_repeated", "varlen_chunks"]
-MODES = ["plain", "serial", "batched"]
+MODES = ["plain", "serial", "batched", "torch"]
+TDEBUG_MODES = ("serial", "batched", "baseline")  # the modes that run tdebug: each gets a column over the floor
 MARK = "TDEBUG_BENCH "
 QUICK_NOTE = ", quick sizes, every workload in one process per mode (cmd, RSS and findings are the process's)"
 
@@ -41,6 +44,8 @@ def command(mode: str, workloads: list[str], python: str, quick: bool, timeout: 
     tail = workloads + (["--quick"] if quick else [])
     if mode == "plain":
         return [python, str(WORKLOADS_SCRIPT), *tail]
+    if mode == "torch":
+        return [python, str(WORKLOADS_SCRIPT), *tail, "--torch"]
     return [python, "-m", "tdebug", "sanitize", "--device", "cpu", "--seed", "1", "--timeout", str(timeout),
             "--json", findings_json, str(WORKLOADS_SCRIPT), "--", *tail]
 
@@ -51,6 +56,8 @@ def environment(mode: str, baseline: Path | None) -> dict[str, str]:
     env["PYTHONPATH"] = str(root)
     if mode == "plain":
         env["TRITON_INTERPRET"] = "1"
+    elif mode == "torch":
+        pass  # no kernel runs: torch's own operators, one thread
     else:
         env["TDEBUG_EXECUTOR"] = "batched" if mode == "batched" else "serial"
     return env
@@ -91,7 +98,8 @@ def run_one(mode: str, workloads: list[str], args: argparse.Namespace) -> list[d
         if workload in printed:
             rec.update({k: printed[workload][k] for k in ("launch_cpu", "launch_wall", "err", "ok", "digest",
                                                           "programs", "steps", "triton", "shims", "tdebug",
-                                                          "tdebug_at")})
+                                                          "tdebug_at") if k in printed[workload]})
+            rec.update({k: printed[workload][k] for k in ("floor_reps", "threads") if k in printed[workload]})
         if proc.returncode not in (0, 1) or workload not in printed:
             rec["tail"] = text[-1500:]
         recs.append(rec)
@@ -135,10 +143,16 @@ def summarise(records: list[dict], modes: list[str], workloads: list[str]) -> li
         plain = row["modes"].get("plain", {})
         for mode in modes:
             entry = row["modes"][mode]
-            if mode != "plain" and "launch_cpu" in entry and "launch_cpu" in plain:
+            if mode not in ("plain", "torch") and "launch_cpu" in entry and "launch_cpu" in plain:
                 entry["speedup_vs_plain"] = {
                     "launch": plain["launch_cpu"]["median"] / max(entry["launch_cpu"]["median"], 1e-9),
                     "cmd": plain["cmd_cpu"]["median"] / max(entry["cmd_cpu"]["median"], 1e-9)}
+        floor = row["modes"].get("torch", {})
+        for mode in TDEBUG_MODES + ("plain",):
+            entry = row["modes"].get(mode, {})
+            if "launch_cpu" in entry and "launch_cpu" in floor:
+                # How many times torch's CPU time for the same computation the mode's launches take (the floor).
+                entry["over_torch"] = entry["launch_cpu"]["median"] / max(floor["launch_cpu"]["median"], 1e-12)
         serial = row["modes"].get("serial", {})
         for mode in ("batched", "baseline"):
             entry = row["modes"].get(mode, {})
@@ -164,17 +178,29 @@ def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
              f"(fresh processes, modes alternating){QUICK_NOTE if meta['quick'] else ''}. CPU seconds: median "
              "(min-max). launch = the workload's own launches (time.process_time()); cmd = the whole command "
              "(child rusage). x = plain / mode, within this run. Plain's shims: "
-             f"{', '.join(meta['plain_shims']) or 'none'} (workloads.py says why).", ""]
+             f"{', '.join(meta['plain_shims']) or 'none'} (workloads.py says why)."
+             + (" torch = the floor: each workload's computation in torch on the same CPU, one thread, its dtype "
+                "(workloads.py FLOORS; CPU seconds of one run, the mean over repeats); MODE / torch = the mode's "
+                "launch CPU over it (medians)." if "torch" in modes else ""), ""]
     head = ["workload", "programs x steps"]
+    over = [m for m in modes if m in TDEBUG_MODES] if "torch" in modes else []
     for mode in modes:
+        if mode == "torch":
+            head += ["torch launch"]
+            continue
         head += [f"{mode} launch", f"{mode} cmd"] + ([] if mode == "plain" else [f"{mode} x launch/cmd"])
         head += [f"{mode} RSS MiB"]
+    head += [f"{mode} / torch" for mode in over]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary:
         first = next((e for e in row["modes"].values() if "programs" in e), {})
         cells = [row["workload"], f"{first.get('programs', '?')} x {first.get('steps', '?')}"]
         for mode in modes:
             e = row["modes"][mode]
+            if mode == "torch":
+                cells.append(f"{e['launch_cpu']['median'] * 1e3:.3g} ms" + ("" if e["ok"] else " (wrong output)")
+                             if "launch_cpu" in e else "failed")
+                continue
             if "launch_cpu" not in e:
                 cells += ["failed", "failed"] + ([] if mode == "plain" else ["-"]) + ["-"]
                 continue
@@ -184,6 +210,7 @@ def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
                 s = e.get("speedup_vs_plain")
                 cells.append(f"{s['launch']:.2f}x / {s['cmd']:.2f}x" if s else "-")
             cells.append(f"{e['peak_rss_mib']:.0f}")
+        cells += [f"{row['modes'][m]['over_torch']:.0f}x" if "over_torch" in row["modes"][m] else "-" for m in over]
         lines.append("| " + " | ".join(cells) + " |")
     if meta.get("baseline"):
         lines += ["", f"baseline = serial with the tdebug checkout at {meta['baseline']}; serial is faster than it by "
@@ -197,7 +224,7 @@ def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
         parts = []
         for mode in modes:
             e = row["modes"][mode]
-            if "digests" in e:
+            if "digests" in e and mode != "torch":
                 same = "" if "same_output_as_serial" not in e else (
                     ", same as serial" if e["same_output_as_serial"] else ", DIFFERS from serial")
                 if "same_findings_as_serial" in e and not e["same_findings_as_serial"]:
@@ -252,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                     rec["repeat"] = repeat
                     records.append(rec)
                     print(f"{repeat} {rec['workload']:17s} {mode:8s} rc={rec['rc']} cmd_cpu={rec['cmd_cpu']:.2f} "
-                          f"launch_cpu={rec.get('launch_cpu', float('nan')):.2f} rss={rec['peak_rss_mib']:.0f}MiB "
+                          f"launch_cpu={rec.get('launch_cpu', float('nan')):.3g} rss={rec['peak_rss_mib']:.0f}MiB "
                           f"ok={rec.get('ok')} {rec.get('tail', '')[-300:]}", flush=True)
                 out = write(records, modes, workloads, args, repeat + 1)  # a long run leaves what it measured
     failed = [r for r in records if "launch_cpu" not in r or r["rc"] not in (0, 1)]

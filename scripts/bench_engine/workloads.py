@@ -106,12 +106,16 @@ def digest(*tensors: torch.Tensor) -> str:
 # --- workloads: each returns (timer, outputs, error, tolerance, programs, steps) ----------------------------------
 
 
+def _matmul_inputs(dtype: torch.dtype):
+    M = N = K = 64 if QUICK else 512
+    return M, N, K, randn(M, K, dtype=dtype), randn(K, N, dtype=dtype)
+
+
 def _matmul(dtype: torch.dtype):
     from kernels.matmul import matmul_kernel
 
-    M = N = K = 64 if QUICK else 512
+    M, N, K, a, b = _matmul_inputs(dtype)
     BM = BN = BK = 32
-    a, b = randn(M, K, dtype=dtype), randn(K, N, dtype=dtype)
     c = torch.empty(M, N, dtype=dtype)
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
     with Timer() as timer:
@@ -131,10 +135,14 @@ def matmul_bf16():
     return _matmul(torch.bfloat16)
 
 
+def _softmax_input() -> torch.Tensor:
+    return randn(64, 100) if QUICK else randn(4096, 1000)
+
+
 def softmax():
     from kernels.softmax import softmax as run
 
-    x = randn(64, 100) if QUICK else randn(4096, 1000)
+    x = _softmax_input()
     with Timer() as timer:
         y = run(x)
     return timer, [y], max_err(y, torch.softmax(x.double(), -1)), 1e-5, x.shape[0], 1
@@ -192,11 +200,16 @@ def rms_norm_bf16_bwd():
     return _rms(torch.bfloat16, forward=False, backward=True)
 
 
+def _attention_inputs():
+    B, H, S, D = (1, 2, 128, 16) if QUICK else (2, 4, 512, 64)
+    return randn(B, H, S, D), randn(B, H, S, D), randn(B, H, S, D)
+
+
 def attention_causal():
     from kernels.attention import attention
 
-    B, H, S, D = (1, 2, 128, 16) if QUICK else (2, 4, 512, 64)
-    q, k, v = randn(B, H, S, D), randn(B, H, S, D), randn(B, H, S, D)
+    q, k, v = _attention_inputs()
+    B, H, S, D = q.shape
     with Timer() as timer:
         o = attention(q, k, v, causal=True)
     ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
@@ -206,8 +219,7 @@ def attention_causal():
 def matmul_splitk():
     from kernels.matmul_splitk import matmul_splitk as run
 
-    M = N = K = 64 if QUICK else 512
-    a, b = randn(M, K), randn(K, N)
+    M, N, K, a, b = _matmul_inputs(torch.float32)
     with Timer() as timer:
         c = run(a, b, SPLIT_K=4, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
     programs = triton.cdiv(M, 32) * triton.cdiv(N, 32) * 4
@@ -238,9 +250,14 @@ def _column_sums_locked(x_ptr, partial_ptr, lock_ptr, count_ptr, n_cols, stride_
     tl.atomic_xchg(lock, 0)
 
 
-def spin_lock():
+def _spin_lock_input():
     rows, cols, group = (64, 100, 8) if QUICK else (2048, 1000, 64)
-    x = randn(rows, cols)
+    return randn(rows, cols), group
+
+
+def spin_lock():
+    x, group = _spin_lock_input()
+    rows, cols = x.shape
     partial = torch.empty(group, cols)
     locks = torch.zeros(group, dtype=torch.int32)
     counts = torch.zeros(group, dtype=torch.int32)
@@ -251,13 +268,18 @@ def spin_lock():
     return timer, [partial, locks, counts], max_err(partial, ref), 1e-3, rows, 1
 
 
+def _small_launches_inputs():
+    launches, n = (10, 4000) if QUICK else (200, 4000)
+    return launches, randn(n), randn(n)
+
+
 def small_launches():
     """A test suite's shape: many launches of a few programs each (200 vector adds of 4 programs, a fresh
     torch.empty output each, as kernels' wrappers make them): the cost per launch, not per program."""
     from kernels.add import add
 
-    launches, n = (10, 4000) if QUICK else (200, 4000)
-    x, y = randn(n), randn(n)
+    launches, x, y = _small_launches_inputs()
+    n = x.numel()
     outs = []
     with Timer() as timer:
         for _ in range(launches):
@@ -277,12 +299,17 @@ def _scaled_rows(x_ptr, y_ptr, n_cols, stride_x, stride_y, scale, BLOCK: tl.cons
         tl.store(y_ptr + row * stride_y + cols, x * scale, mask=mask)
 
 
+def _row_stream_input() -> torch.Tensor:
+    rows, cols = (16, 3000) if QUICK else (512, 32000)
+    return randn(rows, cols)
+
+
 def row_stream():
     """A large element-wise pass in the style of Liger-Kernel's losses over a vocabulary (a row per program, a
     wide row in 8192-wide steps, a masked tail, a fresh torch.empty output): the cost per element of a batched
     load and store with every check, not per op."""
-    rows, cols = (16, 3000) if QUICK else (512, 32000)
-    x = randn(rows, cols)
+    x = _row_stream_input()
+    rows, cols = x.shape
     y = torch.empty_like(x)
     with Timer() as timer:
         _scaled_rows[(rows,)](x, y, cols, x.stride(0), y.stride(0), -0.5, BLOCK=8192)
@@ -292,8 +319,8 @@ def row_stream():
 def row_stream_repeated():
     """row_stream's kernel launched four times, a fresh torch.empty output each time (a loop over batches, a test
     calling the op again): what the checks keep from one launch to the next shows as the later launches' cost."""
-    rows, cols = (16, 3000) if QUICK else (512, 32000)
-    x = randn(rows, cols)
+    x = _row_stream_input()
+    rows, cols = x.shape
     with Timer() as timer:
         for _ in range(4):  # the caller keeps the latest output only
             y = torch.empty_like(x)
@@ -322,17 +349,16 @@ def _chunk_states(k_ptr, v_ptr, out_ptr, cu_seqlens, H: tl.constexpr, K: tl.cons
     tl.store(out_ptr + (i_n * H + i_h) * K * V + rk[:, None] * V + rv[None, :], h)
 
 
-def varlen_chunks():
-    """_chunk_states over a skewed varlen batch: one long sequence among short ones (2048 and 15 x 128 steps, 4
-    heads: 64 programs, 32 chunks against 2), so most of the long loop runs with few programs left in it."""
+def _varlen_inputs():
     H, K, V, BT = (2, 16, 16, 32) if QUICK else (4, 32, 32, 64)
     lengths = torch.tensor([128] + [32] * 3 if QUICK else [2048] + [128] * 15, dtype=torch.int64)
     cu = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
     k, v = randn(int(cu[-1]), H, K), randn(int(cu[-1]), H, V)
-    out = torch.empty(len(lengths), H, K, V)
-    with Timer() as timer:
-        _chunk_states[(H, len(lengths))](k, v, out, cu, H=H, K=K, V=V, BT=BT)
-    ref = torch.empty(out.shape, dtype=torch.float64)
+    return H, K, V, BT, lengths, cu, k, v
+
+
+def _varlen_reference(H, K, V, BT, lengths, cu, k, v) -> torch.Tensor:
+    ref = torch.empty(len(lengths), H, K, V, dtype=torch.float64)
     for n in range(len(lengths)):
         for h in range(H):
             state = torch.zeros(K, V, dtype=torch.float64)
@@ -340,8 +366,144 @@ def varlen_chunks():
                 end = min(c + BT, int(cu[n + 1]))
                 state = state * 0.99 + k[c:end, h].double().T @ v[c:end, h].double()
             ref[n, h] = state
+    return ref
+
+
+def varlen_chunks():
+    """_chunk_states over a skewed varlen batch: one long sequence among short ones (2048 and 15 x 128 steps, 4
+    heads: 64 programs, 32 chunks against 2), so most of the long loop runs with few programs left in it."""
+    H, K, V, BT, lengths, cu, k, v = _varlen_inputs()
+    out = torch.empty(len(lengths), H, K, V)
+    with Timer() as timer:
+        _chunk_states[(H, len(lengths))](k, v, out, cu, H=H, K=K, V=V, BT=BT)
+    ref = _varlen_reference(H, K, V, BT, lengths, cu, k, v)
     chunks = triton.cdiv(lengths, BT)
     return timer, [out], max_err(out, ref), 1e-3, H * len(lengths), f"{int(chunks.min())}..{int(chunks.max())}"
+
+
+# --- the floor: each workload's computation in torch on the same CPU (`--torch`) ---------------------------------
+# What the same arithmetic costs when numpy/torch run it on whole tensors, one thread, in the workload's dtype: the
+# anchor for an engine whose work is numpy on whole tiles. Same inputs (same generator, same order), the same
+# float64 reference and tolerance as the workload; a floor returns what a workload returns, its timer holding the
+# mean of one run over enough repeats to measure (a run is microseconds for some).
+
+FLOOR_SECONDS = 0.02 if QUICK else 0.3  # CPU seconds of repeats per floor
+
+
+def floor_time(fn: Callable) -> tuple[Timer, object]:
+    """fn()'s CPU and wall seconds per run: one untimed run (lazy initialisations, caches), then batches of 1, 4,
+    16, ... runs until one batch takes FLOOR_SECONDS; the Timer holds that batch's mean, `reps` its size."""
+    out = fn()
+    reps = 1
+    while True:
+        timer = Timer()
+        with timer:
+            for _ in range(reps):
+                fn()
+        if timer.cpu >= FLOOR_SECONDS or reps >= 1 << 20:
+            break
+        reps *= 4
+    timer.cpu, timer.wall, timer.reps = timer.cpu / reps, timer.wall / reps, reps
+    return timer, out
+
+
+def _matmul_floor(dtype: torch.dtype):
+    M, N, K, a, b = _matmul_inputs(dtype)
+    timer, c = floor_time(lambda: a @ b)
+    return timer, [c], max_err(c, a.double() @ b.double()), 1e-3 if dtype == torch.float32 else 0.5, 1, 1
+
+
+def _softmax_floor():
+    x = _softmax_input()
+    timer, y = floor_time(lambda: torch.softmax(x, -1))
+    return timer, [y], max_err(y, torch.softmax(x.double(), -1)), 1e-5, 1, 1
+
+
+def _rms_floor(dtype: torch.dtype, forward: bool):
+    """Llama's RMSNorm as torch runs it (fp32 statistics, the normalised row cast back before the weight), and its
+    backward from the saved rstd, as Liger's kernels compute them."""
+    eps = 1e-6
+    x, w, dy = _rms_inputs(dtype)
+    y_ref, dx_ref, dw_ref = _rms_reference(x, w, dy, eps)
+    tol = 1e-3 if dtype == torch.float32 else 0.25
+
+    def fwd():
+        xf = x.float()
+        rstd = torch.rsqrt(xf.pow(2).mean(-1) + eps)
+        return w * (xf * rstd[:, None]).to(dtype), rstd
+
+    if forward:
+        timer, (y, rstd) = floor_time(fwd)
+        return timer, [y, rstd], max_err(y, y_ref), tol, 1, 1
+    _, rstd = fwd()
+
+    def bwd():
+        xhat = x.float() * rstd[:, None]
+        g = dy.float() * w.float()
+        dx = rstd[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True))
+        return dx.to(dtype), (dy.float() * xhat).sum(0).to(w.dtype)
+
+    timer, (dx, dw) = floor_time(bwd)
+    err = max(max_err(dx, dx_ref), max_err(dw, dw_ref) / max(1.0, dw_ref.abs().max().item()))
+    return timer, [dx, dw], err, tol, 1, 1
+
+
+def _attention_floor():
+    q, k, v = _attention_inputs()
+    timer, o = floor_time(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+    ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    return timer, [o], max_err(o, ref), 1e-4, 1, 1
+
+
+def _spin_lock_floor():
+    x, group = _spin_lock_input()
+    rows, cols = x.shape
+    timer, partial = floor_time(lambda: x.view(rows // group, group, cols).sum(0))
+    return timer, [partial], max_err(partial, x.double().view(rows // group, group, cols).sum(0)), 1e-3, 1, 1
+
+
+def _small_launches_floor():
+    launches, x, y = _small_launches_inputs()
+    timer, outs = floor_time(lambda: [x + y for _ in range(launches)])
+    return timer, outs[-1:], max_err(outs[-1], x.double() + y.double()), 1e-6, 1, launches
+
+
+def _row_stream_floor(times: int):
+    x = _row_stream_input()
+    timer, ys = floor_time(lambda: [x * -0.5 for _ in range(times)])
+    return timer, ys[-1:], max_err(ys[-1], x.double() * -0.5), 0.0, 1, times
+
+
+def _varlen_floor():
+    """The decayed state in closed form: after C chunks, chunk c's k^T v carries 0.99^(C-1-c), so each sequence's
+    state is one k^T v over its steps with k's rows weighted by their chunk's decay (the kernel's multiply-adds,
+    as one batched matmul over the heads per sequence)."""
+    H, K, V, BT, lengths, cu, k, v = _varlen_inputs()
+
+    def states():
+        out = torch.empty(len(lengths), H, K, V)
+        for n in range(len(lengths)):
+            bos, eos = int(cu[n]), int(cu[n + 1])
+            chunk = torch.arange(eos - bos) // BT
+            decay = torch.pow(0.99, (chunk[-1] - chunk).to(torch.float32))
+            out[n] = torch.einsum("thk,thv->hkv", k[bos:eos] * decay[:, None, None], v[bos:eos])
+        return out
+
+    timer, out = floor_time(states)
+    return timer, [out], max_err(out, _varlen_reference(H, K, V, BT, lengths, cu, k, v)), 1e-3, 1, 1
+
+
+FLOORS: dict[str, Callable] = {
+    "matmul": lambda: _matmul_floor(torch.float32), "matmul_bf16": lambda: _matmul_floor(torch.bfloat16),
+    "matmul_splitk": lambda: _matmul_floor(torch.float32),
+    "softmax": _softmax_floor,
+    "rms_norm_fwd": lambda: _rms_floor(torch.float32, True), "rms_norm_bwd": lambda: _rms_floor(torch.float32, False),
+    "rms_norm_bf16_fwd": lambda: _rms_floor(torch.bfloat16, True),
+    "rms_norm_bf16_bwd": lambda: _rms_floor(torch.bfloat16, False),
+    "attention_causal": _attention_floor, "spin_lock": _spin_lock_floor, "small_launches": _small_launches_floor,
+    "row_stream": lambda: _row_stream_floor(1), "row_stream_repeated": lambda: _row_stream_floor(4),
+    "varlen_chunks": _varlen_floor,
+}
 
 
 def first_launch_imports() -> None:
@@ -360,19 +522,26 @@ WORKLOADS: dict[str, Callable] = {f.__name__: f for f in (
 def main() -> int:
     names = [a for a in sys.argv[1:] if not a.startswith("--")]
     if not names or any(name not in WORKLOADS for name in names):
-        print(f"usage: workloads.py NAME... [--quick]; NAME one of {', '.join(WORKLOADS)}", file=sys.stderr)
+        print(f"usage: workloads.py NAME... [--quick] [--torch]; NAME one of {', '.join(WORKLOADS)}",
+              file=sys.stderr)
         return 2
     patches = sys.modules.get("tdebug.interpreter.patches")
+    floor = "--torch" in sys.argv  # each workload's computation in torch, one thread: the floor
+    if floor:
+        torch.set_num_threads(1)
     first_launch_imports()
     for name in names:
         GEN.manual_seed(1)  # the same inputs whether a workload runs alone or after others (--quick)
-        timer, outs, err, tol, programs, steps = WORKLOADS[name]()
+        timer, outs, err, tol, programs, steps = (FLOORS if floor else WORKLOADS)[name]()
         record = {"workload": name, "launch_cpu": round(timer.cpu, 4), "launch_wall": round(timer.wall, 4),
                   "err": err, "ok": bool(err <= tol), "digest": digest(*outs), "programs": programs,
                   "steps": steps, "quick": QUICK, "triton": triton.__version__, "shims": SHIMS,
                   "tdebug": bool(patches is not None and patches.STATE.installed),
                   "tdebug_at": os.path.dirname(os.path.dirname(sys.modules["tdebug"].__file__))
                   if "tdebug" in sys.modules else None}
+        if floor:
+            record.update({"launch_cpu": float(f"{timer.cpu:.4g}"), "launch_wall": float(f"{timer.wall:.4g}"),
+                           "floor": True, "floor_reps": timer.reps, "threads": torch.get_num_threads()})
         print("TDEBUG_BENCH " + json.dumps(record), flush=True)
     return 0
 

@@ -71,10 +71,12 @@ def cli() -> None:
     tdebug viz FILE --shape 129x127              who touched which element, as heatmaps
     tdebug bench --all                           GPU speed against cuBLAS/ATen
     tdebug bugs list                             exercises: kernels with one seeded bug each
+    tdebug report SHARD.json...                  a sharded `pytest --tdebug` suite's reports as one verdict
     """
 
 
-SUBCOMMANDS = ("run", "check", "sanitize", "viz", "bench", "bugs")  # tdebug/cli/<name>.py, each with `command`
+# tdebug/cli/<name>.py, each with `command`
+SUBCOMMANDS = ("run", "check", "sanitize", "viz", "bench", "bugs", "report")
 
 
 def _get_command(ctx: click.Context, name: str) -> click.Command | None:

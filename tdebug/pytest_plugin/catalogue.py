@@ -56,6 +56,10 @@ class CaseItem(pytest.Item):
         result = case_from_event({"index": 0, **child.result})
         verdict.findings = result.findings
         verdict.launches = len(result.launches)
+        verdict.seconds = result.time  # the case: inputs, launches, comparison with the reference
+        verdict.timed = [{"kernel": launch.get("kernel", "?"), "seconds": launch["seconds"]}
+                         for launch in result.launches if "seconds" in launch]
+        verdict.launch_seconds = sum(launch["seconds"] for launch in verdict.timed)
         if not result.ok:
             raise TdebugFailure("\n".join(render_case(result)))
 

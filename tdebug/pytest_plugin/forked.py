@@ -7,6 +7,7 @@ kernels and tdebug's patches, so starting it costs milliseconds instead of secon
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -55,7 +56,16 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     started = time.monotonic()
-    pid = os.fork()
+    # What the parent holds (torch, Triton, the collected tests) is frozen out of the collector's sight in the
+    # child: a collection there would walk it all, and touch (copy) every page of it. The parent thaws it again.
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except BaseException:
+        gc.unfreeze()
+        raise
+    if pid != 0:
+        gc.unfreeze()
     if pid == 0:  # the child: never returns into pytest
         os.setpgid(0, 0)  # its own process group: whatever the test starts is killed with it
         os.close(read_fd)

@@ -27,6 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="@triton.autotune kernels: run config N only (default: every config, one pass each)")
     group.addoption("--tdebug-json", metavar="PATH", default=None,
                     help="write every finding with its test id as JSON")
+    group.addoption("--tdebug-durations", type=int, metavar="N", default=None,
+                    help="list the N tests whose Triton launches took longest (0: every test), as --durations "
+                         "does: seconds in launches and in the test's own code, launches, the slowest kernel")
     group.addoption("--tdebug-timeout", type=float, metavar="SECONDS", default=300.0,
                     help="seconds one test's call may run before it is killed as hung (0: no limit; default 300)")
     group.addoption("--tdebug-catalogue", nargs="?", const="full", choices=["full", "quick"], default=None,
@@ -75,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
         if not gpu_visible_nvml():
             raise pytest.UsageError("--tdebug-device cuda: no CUDA GPU is visible")
+    if config.option.tdebug_durations is not None and config.option.tdebug_durations < 0:
+        raise pytest.UsageError("--tdebug-durations: a number of tests, 0 or more (0: every test)")
     if hasattr(config, "workerinput"):
         seed = config.workerinput.get("tdebug_seed", 0)
     else:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..runtime.files import OutputError, check_output, write_output
+from ..runtime.suite import durations_lines
 from .plugin import REPRO_ROOT
 
 
@@ -29,12 +30,25 @@ def check_json_path(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
 
 
+def _message(report: pytest.TestReport) -> str:
+    """A report's one line: the exception (RuntimeError: ...) or the skip's reason."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):  # a skip: (path, line, "Skipped: reason")
+        return str(longrepr[2])
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        return crash.message
+    text = str(longrepr or "").strip()
+    return text.splitlines()[-1] if text else ""
+
+
 class Reporter:
     def __init__(self, config: pytest.Config, seed: int) -> None:
         self.config = config
         self.seed = seed
         self.json_path: str | None = config.option.tdebug_json
         self.tests: dict[str, dict] = {}
+        self.other: list[dict] = []  # setup/teardown reports that failed or skipped
         self.repro_root: str | None = config.stash.get(REPRO_ROOT, None)
         self.repro_before = {p.name for p in Path(self.repro_root).iterdir()} if self.repro_root else set()
 
@@ -48,6 +62,13 @@ class Reporter:
         record = getattr(report, "tdebug", None)
         if report.when == "call" and record is not None:
             self.tests[report.nodeid] = {"test": report.nodeid, "outcome": report.outcome, **record}
+        elif report.when != "call" and (report.failed or report.skipped):
+            # A setup that failed or skipped (the call never ran), a teardown that failed (tdebug's findings in a
+            # fixture's teardown among its causes): in the JSON report, so that a merged report (tdebug report)
+            # counts what pytest counted.
+            outcome = "skipped" if report.skipped else "error"
+            self.other.append({"test": report.nodeid, "when": report.when, "outcome": outcome,
+                               "message": _message(report)[:300]})
 
     def summary(self) -> dict:
         checks: Counter = Counter()
@@ -95,6 +116,12 @@ class Reporter:
                 f"tdebug: the tests' calls took {spent['seconds']:.1f} s, {spent['launch_seconds']:.1f} s "
                 f"({share:.0f}%) of it in Triton launches (the interpreter and tdebug's checks), the rest in the "
                 "tests' own code")
+        durations = option.tdebug_durations
+        if durations is not None:
+            title = "every test" if durations == 0 else f"the {durations} slowest"
+            terminalreporter.write_sep("-", f"tdebug: {title} by seconds in Triton launches")
+            for row in durations_lines(self.tests.values(), durations) or ["(no test made a timed launch)"]:
+                terminalreporter.write_line(row)
         if self.json_path:
             terminalreporter.write_line(f"tdebug: findings written to {self.json_path}")
         for line in self.repro_lines():
@@ -129,6 +156,7 @@ class Reporter:
             "seed": self.seed,
             "summary": self.summary(),
             "tests": [self.tests[k] for k in sorted(self.tests)],
+            "other": sorted(self.other, key=lambda o: (o["test"], o["when"])),
         }
         try:
             write_output(self.json_path, json.dumps(payload, indent=1), "--tdebug-json", _inputs(self.config))

@@ -66,6 +66,7 @@ class Runner:
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
+        warm_lazy_imports()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         shutil.rmtree(self.follow_root, ignore_errors=True)
@@ -197,7 +198,9 @@ class Runner:
                                                     configs=[settings.config or 0],
                                                     seconds=time.perf_counter() - started,
                                                     launch_seconds=sum(r.seconds for r in self.engine.launches),
-                                                    in_process=watchdog)
+                                                    in_process=watchdog,
+                                                    timed=[{"kernel": r.kernel, "seconds": r.seconds}
+                                                           for r in self.engine.launches])
         if verdict.failed:
             raise TdebugFailure(verdict.text())
 
@@ -209,6 +212,26 @@ def cuda_initialised() -> bool:
     return bool(torch.cuda.is_initialized())
 
 
+def warm_lazy_imports() -> None:
+    """What a test's first call imports lazily, imported once here: each test runs in a child forked from this
+    process, so an import left to the child is paid again by every test. torch.testing.assert_close imports
+    torch.distributed.tensor at its first call (torch 2.13: about 2 s, sympy among it, in every test that
+    compares its output); Triton 3.9 imports triton.experimental.gluon at a process's first launch."""
+    import importlib.util
+
+    import torch
+
+    try:
+        torch.testing.assert_close(torch.zeros(2), torch.zeros(2))
+    except Exception:  # noqa: BLE001 - a torch whose assert_close fails here: the tests will say so themselves
+        pass
+    try:
+        if importlib.util.find_spec("triton.experimental.gluon") is not None:
+            import triton.experimental.gluon  # noqa: F401
+    except Exception:  # noqa: BLE001 - a Triton without it (3.6): nothing to warm
+        pass
+
+
 def _verdict(run: TestRun, settings: Settings) -> Verdict:
     verdict = Verdict(findings=pass_findings(run), configs=[index for index, _ in run.passes])
     first = run.passes[0][1]
@@ -217,6 +240,8 @@ def _verdict(run: TestRun, settings: Settings) -> Verdict:
         if child.result:
             verdict.seconds += child.result.get("seconds", 0.0)
             verdict.launch_seconds += sum(launch.get("seconds", 0.0) for launch in child.result["launches"])
+            verdict.timed += [{"kernel": launch.get("kernel", "?"), "seconds": launch["seconds"]}
+                              for launch in child.result["launches"] if "seconds" in launch]
     dead = [(index, child) for index, child in run.passes if child.result is None]
     if dead:
         index, child = dead[0]

@@ -13,6 +13,7 @@ import pytest
 
 from ..report import Finding, render
 from ..runtime.harness import signal_name
+from ..runtime.suite import slowest_kernel
 from .forked import ChildRun
 
 
@@ -36,6 +37,7 @@ class Verdict:
     seconds: float = 0.0  # the test's call in its children, every config pass (wall)
     launch_seconds: float = 0.0  # of which in Triton launches: the interpreter and tdebug's checks
     in_process: bool = False  # run in the pytest process (CUDA was up there), not in a forked child
+    timed: list[dict] = field(default_factory=list)  # every pass's launches ({"kernel", "seconds"}): the slowest
 
     @property
     def failed(self) -> bool:
@@ -60,7 +62,9 @@ class Verdict:
                                       "launches": self.launches, "configs": self.configs,
                                       "in_process": self.in_process,
                                       "time": {"seconds": round(self.seconds, 3),
-                                               "launch_seconds": round(self.launch_seconds, 3)}}, default=str))
+                                               "launch_seconds": round(self.launch_seconds, 3),
+                                               "launches": len(self.timed),  # every config pass's
+                                               "slowest_kernel": slowest_kernel(self.timed)}}, default=str))
 
 
 VERDICT = pytest.StashKey[Verdict]()

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -27,8 +29,15 @@ def test_quick_bench_has_every_workload_and_every_mode(tmp_path):
         assert serial["findings"] == [0], f"{row['workload']}: a correct kernel got findings"
         assert serial["launch_cpu"]["median"] > 0 and serial["cmd_cpu"]["median"] > serial["launch_cpu"]["median"]
         assert row["modes"]["batched"]["same_output_as_serial"]
+        floor = row["modes"]["torch"]  # the same computation in torch, one thread: right, timed, under tdebug
+        assert floor["ok"], f"{row['workload']}: the torch floor is off its float64 reference"
+        assert floor["launch_cpu"]["median"] > 0
+        assert row["modes"]["batched"]["over_torch"] == pytest.approx(
+            row["modes"]["batched"]["launch_cpu"]["median"] / floor["launch_cpu"]["median"])
+    assert {r["threads"] for r in report["records"] if r["mode"] == "torch"} == {1}
     table = Path(f"{out}.md").read_text()
     assert all(f"| {w} |" in table for w in bench_engine.WORKLOADS)
+    assert "| torch launch | serial / torch | batched / torch |" in table
 
 
 def test_unknown_workload_is_a_usage_error(tmp_path):

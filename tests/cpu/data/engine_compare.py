@@ -1,5 +1,6 @@
 """What engine_diff.py and kernel_fuzz.py compare between the serial and the batched engine, in one process: a
-scenario's outputs bit for bit (a NaN's payload apart), its findings (Finding.to_dict, sorted), its error string and the store records."""
+scenario's outputs bit for bit (a NaN's payload apart), its findings (Finding.to_dict, sorted), its error string
+and the store records."""
 
 from __future__ import annotations
 
