@@ -50,7 +50,7 @@ def command(mode: str, workloads: list[str], python: str, quick: bool, timeout: 
             "--json", findings_json, str(WORKLOADS_SCRIPT), "--", *tail]
 
 
-def environment(mode: str, baseline: Path | None) -> dict[str, str]:
+def environment(mode: str, baseline: Path | None, baseline_executor: str = "serial") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TDEBUG_EXECUTOR")}
     root = baseline if mode == "baseline" else ROOT
     env["PYTHONPATH"] = str(root)
@@ -59,7 +59,8 @@ def environment(mode: str, baseline: Path | None) -> dict[str, str]:
     elif mode == "torch":
         pass  # no kernel runs: torch's own operators, one thread
     else:
-        env["TDEBUG_EXECUTOR"] = "batched" if mode == "batched" else "serial"
+        env["TDEBUG_EXECUTOR"] = baseline_executor if mode == "baseline" else (
+            "batched" if mode == "batched" else "serial")
     return env
 
 
@@ -73,8 +74,8 @@ def run_one(mode: str, workloads: list[str], args: argparse.Namespace) -> list[d
         with open(out_path, "w") as out:
             # `python -m tdebug` puts its working directory first on sys.path: the checkout whose tdebug runs.
             cwd = args.baseline if mode == "baseline" else ROOT
-            proc = subprocess.Popen(cmd, cwd=cwd, env=environment(mode, args.baseline), stdout=out,
-                                    stderr=subprocess.STDOUT)
+            env = environment(mode, args.baseline, args.baseline_executor)
+            proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
@@ -120,7 +121,8 @@ def spread(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
-def summarise(records: list[dict], modes: list[str], workloads: list[str]) -> list[dict]:
+def summarise(records: list[dict], modes: list[str], workloads: list[str],
+              baseline_executor: str = "serial") -> list[dict]:
     rows = []
     for workload in workloads:
         row = {"workload": workload, "modes": {}}
@@ -156,6 +158,8 @@ def summarise(records: list[dict], modes: list[str], workloads: list[str]) -> li
         serial = row["modes"].get("serial", {})
         for mode in ("batched", "baseline"):
             entry = row["modes"].get(mode, {})
+            if mode == "baseline" and baseline_executor == "batched":  # old batched against this one
+                serial = row["modes"].get("batched", {})
             if "launch_cpu" in entry and "launch_cpu" in serial:
                 # batched: how much faster than serial; baseline: how much faster serial is than the baseline.
                 fast, slow = (entry, serial) if mode == "batched" else (serial, entry)
@@ -213,8 +217,9 @@ def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
         cells += [f"{row['modes'][m]['over_torch']:.0f}x" if "over_torch" in row["modes"][m] else "-" for m in over]
         lines.append("| " + " | ".join(cells) + " |")
     if meta.get("baseline"):
-        lines += ["", f"baseline = serial with the tdebug checkout at {meta['baseline']}; serial is faster than it by "
-                  "(launch / cmd, medians):", ""]
+        executor = meta.get("baseline_executor", "serial")
+        lines += ["", f"baseline = {executor} with the tdebug checkout at {meta['baseline']}; this checkout's "
+                  f"{executor} is faster than it by (launch / cmd, medians; below 1: slower):", ""]
         for row in summary:
             s = row["modes"].get("baseline", {}).get("serial_speedup")
             if s:
@@ -238,13 +243,14 @@ def markdown(summary: list[dict], modes: list[str], meta: dict) -> str:
 def write(records: list[dict], modes: list[str], workloads: list[str], args: argparse.Namespace,
           repeats_done: int) -> Path:
     """PREFIX.json (meta, summary, every record) and PREFIX.md from the records so far."""
-    summary = summarise(records, modes, workloads)
+    summary = summarise(records, modes, workloads, args.baseline_executor)
     plain_shims = next((r["shims"] for r in records if r["mode"] == "plain" and "shims" in r), [])
     meta = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "quick": args.quick,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "repeats": repeats_done,
             "repeats_asked": args.repeats,
             "python": args.python, "triton": next((r["triton"] for r in records if "triton" in r), "?"),
-            "plain_shims": plain_shims, "baseline": str(args.baseline) if args.baseline else None}
+            "plain_shims": plain_shims, "baseline": str(args.baseline) if args.baseline else None,
+            "baseline_executor": args.baseline_executor}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records}, indent=1))
@@ -259,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--baseline", type=Path, help="a tdebug checkout: adds mode `baseline` (serial, its code)")
+    parser.add_argument("--baseline-executor", choices=("serial", "batched"), default="serial",
+                        help="the engine the baseline checkout runs, compared with this checkout's same engine")
     parser.add_argument("--python", default=sys.executable, help="the Python (and so Triton) every mode runs on")
     parser.add_argument("--timeout", type=float, default=1500.0, help="tdebug's --timeout per case")
     parser.add_argument("--out", default=str(ROOT / "results" / "bench-engine"), help="writes OUT.json and OUT.md")
