@@ -151,7 +151,7 @@ EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "int
                     "not-checked": "not-checked"}
 
 
-def _snapshot(inputs) -> list:
+def snapshot(inputs) -> list:
     """Copies of the tensor inputs (others as they are), taken before the launch."""
     import torch
 
@@ -221,7 +221,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             inputs = guards.wrap_inputs(spec.launch, inputs)
         if sanitizer is not None:
             sanitizer.begin_case()
-        before = _snapshot(inputs)  # the reference sees the inputs as they were: a kernel may work in place
+        before = snapshot(inputs)  # the reference sees the inputs as they were: a kernel may work in place
         with poisoned_empty() if _poison_outputs() else _null(), guards.outputs() if guards else _null():
             out = spec.launch(*inputs)
         if case.device == "cuda":
