@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import settings
 from .catalogue.spec import load_target
 from .runtime.engine import Engine, Recipe, install
 from .runtime.job import Job, JobLimits, SanitizeOptions
@@ -49,12 +50,8 @@ MEMORY_ENV = "TDEBUG_MEMORY_LIMIT"  # MiB the worker may allocate (0: no cap); d
 
 def memory_cap() -> int | None:
     """The worker's cap on its data (bytes), or None: TDEBUG_MEMORY_LIMIT (MiB), else 3/4 of physical memory."""
-    text = os.environ.get(MEMORY_ENV, "").strip()
-    if text:
-        try:
-            mib = int(text)
-        except ValueError:
-            return None
+    mib = settings.get(MEMORY_ENV)
+    if mib is not None:
         return mib << 20 if mib > 0 else None
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

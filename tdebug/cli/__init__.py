@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .. import settings
 from ..runtime import processes
 from ..runtime.files import OutputError
 from . import signals
@@ -18,6 +19,10 @@ class TdebugGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         processes.resume()
         try:
+            try:
+                settings.check_all()  # every TDEBUG_* variable, before any work (a bad one: exit 2)
+            except settings.SettingError as e:
+                raise click.UsageError(str(e)) from None
             return super().main(args=args, prog_name=prog_name or "tdebug", complete_var=complete_var,
                                 standalone_mode=False, **extra)
         except click.exceptions.Exit as e:
@@ -94,7 +99,7 @@ def _get_command(ctx: click.Context, name: str) -> click.Command | None:
 def _set_epilog() -> None:
     from .common import EXIT_CODES
 
-    cli.epilog = EXIT_CODES
+    cli.epilog = EXIT_CODES + "\n\n\b\n" + settings.help_text()
 
 
 _set_epilog()

@@ -121,7 +121,8 @@ def _set_executor(ctx, param, value: str | None) -> str | None:
 
 def executor_option(fn):
     """--executor: how the interpreter runs a launch's programs (the batched engine, or one after another)."""
-    return click.option("--executor", type=click.Choice(["auto", "batched", "serial"]), default=None,
+    return click.option("--executor", type=click.Choice(["auto", "batched", "serial"], case_sensitive=False),
+                        default=None,
                         expose_value=False, callback=_set_executor, is_eager=True,
                         help="Run a launch's programs together (batched; auto: where the engine can) or one "
                              "after another (serial, the reference). Also TDEBUG_EXECUTOR.")(fn)

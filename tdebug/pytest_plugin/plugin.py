@@ -60,6 +60,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     if not _active(config.option):
         return
+    from .. import settings
+
+    try:
+        settings.check_all()  # every TDEBUG_* variable, as the command line checks them
+    except settings.SettingError as e:
+        raise pytest.UsageError(str(e)) from None
     if config.option.tdebug_config is not None and config.option.tdebug_config < 0:
         raise pytest.UsageError("--tdebug-config: a config index is 0 or more")
     if hasattr(config, "workerinput"):

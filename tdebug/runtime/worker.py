@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import settings
 from ..catalogue.cases import autotune_configs, plan_cases
 from ..catalogue.compare import TOLERANCES, compare_outputs
 from ..catalogue.poison import poisoned_empty
@@ -172,7 +173,7 @@ CASE_MARKER = "@@tdebug-case "  # printed to stdout before each case when TDEBUG
 
 def _poison_outputs() -> bool:
     """False under compute-sanitizer's initcheck: poisoning would initialise the memory it must see unwritten."""
-    return os.environ.get("TDEBUG_NO_POISON") != "1"
+    return not settings.get("TDEBUG_NO_POISON")
 
 
 def cuda_context_lost(exc: BaseException) -> bool:
@@ -189,7 +190,7 @@ def cuda_context_lost(exc: BaseException) -> bool:
 
 
 def _case_marker(index: int) -> None:
-    if os.environ.get("TDEBUG_CASE_MARKERS") == "1":
+    if settings.get("TDEBUG_CASE_MARKERS"):
         print(f"{CASE_MARKER}{index}", flush=True)
 
 

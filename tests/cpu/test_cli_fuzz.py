@@ -172,6 +172,22 @@ def command_lines(f: Files) -> st.SearchStrategy:
     return st.one_of(run, check, sanitize, viz, bench, bugs_simple, bugs_check, matrix, junk)
 
 
+# Settings in the environment (issue 49): good ones in any case, bad ones refused first (exit 2, the name said).
+ENVIRONMENTS = [{}, {}, {}, {}, {"TDEBUG_EXECUTOR": "SERIAL"}, {"TDEBUG_EXECUTOR": "bogus"},
+                {"TDEBUG_VERBOSE": "0"}, {"TDEBUG_VERBOSE": "maybe"}, {"TDEBUG_REPRO_MAX_MIB": "lots"},
+                {"TDEBUG_MEMORY_LIMIT": "-3"}, {"TDEBUG_SWEEP": "Spawn"}, {"TDEBUG_BATCH_ELEMENTS": "0"}]
+
+
+def bad_setting(env: dict[str, str]) -> str | None:
+    from tdebug import settings
+
+    try:
+        settings.check_all(env)
+    except settings.SettingError:
+        return next(iter(env))
+    return None
+
+
 # -- generated outcomes of the child processes (the default run) ----------------------------------------
 
 OUTCOMES = ["pass", "fail", "crash", "hang", "script_exit", "no_cases", "no_launch", "fatal", "fatal_usage",
@@ -291,8 +307,10 @@ def fakes(monkeypatch, files):
 
 # -- the property ---------------------------------------------------------------------------------------
 
-def check_outcome(argv: list[str], bad_output: str | None, r, outcomes: list[str]) -> None:
-    where = f"tdebug {' '.join(argv)}\nexit {r.exit_code}\nstdout: {r.stdout[-1500:]}\nstderr: {r.stderr[-1500:]}"
+def check_outcome(argv: list[str], bad_output: str | None, r, outcomes: list[str], env: dict | None = None) -> None:
+    env = env or {}
+    where = (f"{' '.join(f'{k}={v}' for k, v in env.items())} tdebug {' '.join(argv)}\nexit {r.exit_code}\n"
+             f"stdout: {r.stdout[-1500:]}\nstderr: {r.stderr[-1500:]}")
     assert r.exception is None or isinstance(r.exception, SystemExit), where + f"\n{r.exception!r}"
     assert "Traceback" not in r.output, where
     assert r.exit_code in (0, 1, 2, 3), where
@@ -300,6 +318,11 @@ def check_outcome(argv: list[str], bad_output: str | None, r, outcomes: list[str
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
         assert last.startswith("tdebug: error: ") and len(last) > len("tdebug: error: "), where
         assert "\n" not in last
+    bad_env = bad_setting(env)
+    if bad_env:
+        assert r.exit_code == 2 and not outcomes and not r.stdout, where + "\na bad setting: refused first"
+        assert r.stderr.strip().startswith(f"tdebug: error: {bad_env}="), where
+        return
     if bad_output in BAD_OUTPUTS:
         assert r.exit_code == 2 and not outcomes, where + "\nan output path that cannot be written: refused first"
     command = argv[0] if argv else ""
@@ -321,8 +344,9 @@ def test_every_command_line_ends_cleanly(fakes, files, catalogue, data):
     children = FakeChildren(data.draw(st.sampled_from(OUTCOMES), label="outcome of every child"),
                             data.draw(st.sampled_from([1, 2, 3, 9, 130, 255]), label="a script's exit code"))
     fakes["children"] = children
-    r = CliRunner().invoke(cli, argv)
-    check_outcome(argv, bad_output, r, children.outcomes)
+    env = data.draw(st.sampled_from(ENVIRONMENTS), label="settings in the environment")
+    r = CliRunner().invoke(cli, argv, env=env)
+    check_outcome(argv, bad_output, r, children.outcomes, env)
     assert_unchanged(catalogue, f"tdebug {' '.join(argv)}")
     assert_user_files(files, argv)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -206,3 +207,115 @@ def test_pythonwarnings_error_in_the_users_environment_gives_no_traceback_from_t
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     assert "Traceback" not in out and "ResourceWarning" not in out, out
+
+
+# --- round four (issue 49): every setting parsed in one place, at start-up ---
+def test_every_tdebug_variable_the_code_names_is_a_setting_or_plumbing():
+    import ast
+
+    from tdebug import settings
+
+    named = {}
+    for path in (ROOT / "tdebug").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    re.fullmatch(r"TDEBUG_[A-Z_]+", node.value):
+                named.setdefault(node.value, path.name)
+    unknown = {n: f for n, f in named.items() if n not in settings.BY_NAME and n not in settings.PLUMBING}
+    assert not unknown, f"read outside tdebug.settings: {unknown}"
+    readers = []
+    for path in (ROOT / "tdebug").rglob("*.py"):
+        for line in path.read_text().splitlines() if path.name != "settings.py" else ():
+            read = re.search(r'environ\.(get|pop)\(\s*"TDEBUG_([A-Z_]+)"', line) or \
+                re.search(r'environ\[\s*"TDEBUG_([A-Z_]+)"\](?!\s*=)', line)
+            if read and f"TDEBUG_{read.groups()[-1]}" not in settings.PLUMBING:
+                readers.append(f"{path.name}: {line.strip()}")
+    assert not readers, readers
+    text = settings.help_text()
+    assert all(s.name in text for s in settings.SETTINGS if not s.internal), text
+
+
+@pytest.mark.parametrize("name, raw, want", [
+    ("TDEBUG_EXECUTOR", "SERIAL", "serial"), ("TDEBUG_EXECUTOR", " Batched ", "batched"),
+    ("TDEBUG_EXECUTOR", "", "auto"), ("TDEBUG_VERBOSE", "0", False), ("TDEBUG_VERBOSE", "off", False),
+    ("TDEBUG_VERBOSE", "1", True), ("TDEBUG_VERBOSE", "TRUE", True), ("TDEBUG_REPRO_MAX_MIB", "12", 12),
+    ("TDEBUG_MEMORY_LIMIT", "0", 0), ("TDEBUG_KEEP_FREED", "0", False), ("TDEBUG_SWEEP", "SPAWN", "spawn"),
+])
+def test_a_setting_reads_as_its_option_does(name, raw, want):
+    from tdebug import settings
+
+    assert settings.get(name, {name: raw}) == want
+
+
+@pytest.mark.parametrize("name, raw", [("TDEBUG_EXECUTOR", "bogus"), ("TDEBUG_EXECUTOR", "fast"),
+                                       ("TDEBUG_REPRO_MAX_MIB", "lots"), ("TDEBUG_REPRO_MAX_MIB", "0"),
+                                       ("TDEBUG_VERBOSE", "maybe"), ("TDEBUG_MEMORY_LIMIT", "-1"),
+                                       ("TDEBUG_BATCH_ELEMENTS", "1e6"), ("TDEBUG_SWEEP", "thread")])
+def test_a_bad_setting_is_one_line_naming_the_variable_and_what_it_takes(name, raw):
+    from tdebug import settings
+
+    with pytest.raises(settings.SettingError) as e:
+        settings.check_all({name: raw})
+    assert str(e.value).startswith(f"{name}={raw!r}: ") and "\n" not in str(e.value)
+
+
+def test_a_bad_setting_stops_the_command_line_and_pytest_before_any_work(tmp_path):
+    p = tdebug("run", "kernels/add.py", "--shape", "300", env={"TDEBUG_EXECUTOR": "bogus"})
+    assert p.returncode == 2 and p.stdout == "", p.stdout + p.stderr
+    assert p.stderr.strip() == "tdebug: error: TDEBUG_EXECUTOR='bogus': not one of auto, batched, serial " \
+        "(as --executor)", p.stderr
+    p = tdebug("sanitize", "kernels/add.py", env={"TDEBUG_REPRO_MAX_MIB": "lots"})
+    assert p.returncode == 2 and "TDEBUG_REPRO_MAX_MIB='lots'" in p.stderr and "internal" not in p.stderr, p.stderr
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tdebug", "test_one.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), "TDEBUG_EXECUTOR": "fast"})
+    assert p.returncode == 4 and "TDEBUG_EXECUTOR='fast'" in p.stderr and "passed" not in p.stdout, \
+        p.stdout + p.stderr
+
+
+def test_executor_serial_in_capitals_runs_serially_and_verbose_zero_is_off(tmp_path):
+    script = tmp_path / "which.py"
+    script.write_text("import torch, triton, triton.language as tl\n\n@triton.jit\n"
+                      "def k(x_ptr, n, B: tl.constexpr):\n    o = tl.program_id(0) * B + tl.arange(0, B)\n"
+                      "    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n) + 1, mask=o < n)\n\n"
+                      "x = torch.randn(1000)\nk[(8,)](x, 1000, B=128)\n"
+                      "from tdebug.interpreter.grid_loop import STATS, executor\n"
+                      "print('EXECUTOR', executor(), STATS.batches)\n")
+    p = tdebug("run", str(script), env={"TDEBUG_EXECUTOR": "SERIAL", "TDEBUG_VERBOSE": "0"})
+    assert p.returncode == 0 and "EXECUTOR serial 0" in p.stdout, p.stdout + p.stderr
+    assert "tdebug: " not in p.stderr.replace("tdebug: error", ""), p.stderr  # verbose off: no engine notes
+
+
+def test_a_builtin_whose_name_is_no_string_is_memoised_without_an_internal_error():
+    """Issue 49: op_memo copied a builtin's `__name__` onto its wrapper whatever it was ("TypeError: __name__ must
+    be set to a string object" at op_memo.py:471, on SGLang's attention and MoE kernels)."""
+    import triton.language as tl
+
+    from tdebug.interpreter import op_memo
+
+    class Builtin:  # a builtin need not be a function: a flagged callable whose __name__ answers a constexpr
+        __triton_builtin__ = True
+
+        def __getattr__(self, name):
+            if name in ("__name__", "__qualname__"):
+                return tl.constexpr(name)
+            raise AttributeError(name)
+
+        def __call__(self, x, _semantic=None):
+            return x
+
+    def plain(x, _semantic=None):
+        return x
+
+    plain.__triton_builtin__ = True
+    member = Builtin()
+    assert tl.core.is_builtin(member)
+    try:
+        wrapped = op_memo._memoised(member, semantic=None)
+        assert wrapped.__wrapped__ is member and wrapped.__name__ == "Builtin"
+        assert op_memo._memoised(member, semantic=None) is wrapped  # one wrapper per builtin
+        assert op_memo._memoised(plain, semantic=None).__qualname__.endswith("plain")  # a function's own kept
+    finally:
+        op_memo._WRAPPED.pop(id(member), None)
+        op_memo._WRAPPED.pop(id(plain), None)
