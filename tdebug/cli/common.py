@@ -11,7 +11,7 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS, has_spec
-from ..runtime.files import OutputError, check_output
+from ..runtime.files import OutputError, check_output, distinct_outputs
 from ..runtime.job import fresh_seed as fresh_seed  # the one seed policy, for the subcommands
 from ..runtime.verdict import COULD_NOT_RUN
 
@@ -90,6 +90,14 @@ def output_file(path: str | None, option: str, inputs: Iterable[Path | str] = ()
         return None
     try:
         return check_output(path, option, inputs)
+    except OutputError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def separate_outputs(*named: tuple[str, Path | str | None]) -> None:
+    """Two output options naming one path: a usage error before any work (runtime.files.distinct_outputs)."""
+    try:
+        distinct_outputs(*named)
     except OutputError as e:
         raise click.UsageError(str(e)) from None
 

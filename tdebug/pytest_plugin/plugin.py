@@ -77,8 +77,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         config.stash[REPRO_ROOT] = config.workerinput.get("tdebug_repro")
     elif config.option.tdebug_repro:
+        from ..runtime.files import OutputError, distinct_outputs
         from ..runtime.repro import ReproError, prepare_root
 
+        try:
+            distinct_outputs(("--tdebug-json", config.option.tdebug_json),
+                             ("--tdebug-repro", config.option.tdebug_repro))
+        except OutputError as e:
+            raise pytest.UsageError(str(e)) from None
         try:
             config.stash[REPRO_ROOT] = str(prepare_root(config.option.tdebug_repro))
         except ReproError as e:
