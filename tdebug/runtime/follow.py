@@ -117,6 +117,12 @@ class Follower:
 
         spawn.get_command_line = get_command_line
 
+    def exited(self, findings: list[dict]) -> None:
+        """A forked child left the script's code with an exception (an access tdebug stopped, the script's own
+        error): its findings reach the script's process, whatever status the script gives the child."""
+        if self.away and findings:
+            self._write({"record": "exit", "findings": findings})
+
     def _write(self, record: dict) -> None:
         path = self.folder / f"{os.getpid()}.jsonl"
         with contextlib.suppress(OSError), open(path, "a") as f:

@@ -59,7 +59,9 @@ class Channel:
 
 def root_cause(exc: BaseException) -> BaseException:
     seen = 0
-    while exc.__cause__ is not None and seen < 10:
+    # multiprocessing's pools re-raise a worker's exception with the worker's traceback as text for a cause
+    # (RemoteTraceback): the exception itself says what happened in one line, the text is pages long.
+    while exc.__cause__ is not None and seen < 10 and type(exc.__cause__).__name__ != "RemoteTraceback":
         exc = exc.__cause__
         seen += 1
     return exc
@@ -441,6 +443,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
             if cuda_context_lost(exc):
                 result["context_lost"] = True
     if follower is not None and follower.away:  # a forked child left the script's code: its launches are written
+        follower.exited(result["findings"])  # and why it left, when it raised
         exit_now(exit_code)
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]

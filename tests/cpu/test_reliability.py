@@ -319,3 +319,16 @@ def test_a_builtin_whose_name_is_no_string_is_memoised_without_an_internal_error
     finally:
         op_memo._WRAPPED.pop(id(member), None)
         op_memo._WRAPPED.pop(id(plain), None)
+
+
+def test_run_reports_an_access_stopped_in_a_forked_child():
+    """Issue 49: under `run` a forked child's out-of-bounds access was stopped (its status 256) and tdebug said
+    nothing, exit 0; a pool's worker's error came back as pages of remote traceback."""
+    p = tdebug("run", str(WORKERS), "--", "fork_bad")
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "out-of-bounds" in out and "(in child process " in out, out
+    p = tdebug("run", str(WORKERS), "--", "fork_pool")
+    out = p.stdout + p.stderr
+    assert p.returncode == 1 and "out-of-bounds" in out, out
+    assert "RemoteTraceback" not in out and "Traceback" not in out, out
