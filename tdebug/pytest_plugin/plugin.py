@@ -14,6 +14,8 @@ MARKER = ("tdebug(checks=None, skip=False, timeout=None): tdebug's sanitizer for
 
 
 REPRO_ROOT = pytest.StashKey[str | None]()  # --tdebug-repro's folder, as prepared (None: not asked)
+CONTROLLER = pytest.StashKey[bool]()  # this process is an xdist controller under --tdebug
+_CONFIGS: list[pytest.Config] = []  # the session's config, for pytest_keyboard_interrupt (it gets none)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,10 +56,15 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """TRITON_INTERPRET is read when @triton.jit decorates: set it before any conftest imports kernels."""
     if _active(early_config.known_args_namespace):
         os.environ["TRITON_INTERPRET"] = "1"
+        if os.environ.get("PYTEST_XDIST_WORKER"):  # before conftests import torch: gone with the controller
+            from .stopping import die_with_parent
+
+            die_with_parent()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    _CONFIGS[:] = [config]
     if not _active(config.option):
         return
     from .. import settings
@@ -93,6 +100,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..catalogue.files import repo_root
 
         config.args = [str(repo_root() / "kernels")]
+    if _is_xdist_controller(config):  # SIGTERM and Ctrl-C end the workers' trees at once (stopping.py)
+        from .stopping import stop_on_sigterm
+
+        stop_on_sigterm()
+        config.stash[CONTROLLER] = True
     if not hasattr(config, "workerinput"):
         from .reporter import Reporter, check_json_path
 
@@ -103,3 +115,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from .runner import Runner
 
         config.pluginmanager.register(Runner(config, seed), "tdebug-runner")
+
+
+def pytest_keyboard_interrupt(excinfo) -> None:
+    """Ctrl-C in an xdist controller: its workers' trees killed now, not after xdist's 10 s wait for each."""
+    if _CONFIGS and _CONFIGS[0].stash.get(CONTROLLER, False):
+        from .stopping import kill_descendants
+
+        kill_descendants()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -332,3 +334,91 @@ def test_run_reports_an_access_stopped_in_a_forked_child():
     out = p.stdout + p.stderr
     assert p.returncode == 1 and "out-of-bounds" in out, out
     assert "RemoteTraceback" not in out and "Traceback" not in out, out
+
+
+# --- pytest --tdebug -n 2 and signals (issue 49: Ctrl-C took 8.5-10.3 s, SIGTERM left workers running) ---
+SLOW_TESTS = '''import pytest, torch, triton, triton.language as tl
+
+@triton.jit
+def slow_kernel(x_ptr, out_ptr, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(ITERS):
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, acc, mask=offs < n)
+
+@pytest.mark.parametrize("i", range(6))
+def test_slow(i):
+    x = torch.randn(4096)
+    out = torch.empty_like(x)
+    slow_kernel[(64,)](x, out, 4096, ITERS=100000, BLOCK=64)
+'''
+
+
+def _session(pid: int) -> list[tuple[int, int, str]]:
+    """(pid, ppid, state) of every live process of the session `pid` leads (zombies left out)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[3]) == pid and fields[0] != "Z":
+            found.append((int(entry), int(fields[1]), fields[0]))
+    return found
+
+
+def _pytest_n2(tmp_path: Path) -> subprocess.Popen:
+    (tmp_path / "test_slow.py").write_text(SLOW_TESTS)
+    # hypothesis's own plugin imports hypothesis as the session ends (1.5 s on a loaded machine): not tdebug's
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--tdebug",
+            "-n", "2", "test_slow.py"]
+    return subprocess.Popen(argv, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _wait_for(p: subprocess.Popen, depth: int, limit: float = 240) -> None:
+    """Until the session has processes `depth` levels below pytest (1: xdist workers, 2: a test's process)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and p.poll() is None:
+        procs = _session(p.pid)
+        level = {p.pid}
+        for _ in range(depth):
+            level = {pid for pid, ppid, _ in procs if ppid in level}
+        if level:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"pytest never reached depth {depth}")
+
+
+@pytest.mark.parametrize("phase, signum", [
+    ("workers starting", signal.SIGTERM),
+    pytest.param("inside a launch", signal.SIGINT, marks=pytest.mark.slow),
+    pytest.param("inside a launch", signal.SIGTERM, marks=pytest.mark.slow),
+])
+def test_pytest_n2_stops_at_once_on_ctrl_c_and_sigterm_leaving_nothing(tmp_path, phase, signum):
+    p = _pytest_n2(tmp_path)
+    try:
+        _wait_for(p, 1 if phase == "workers starting" else 2)
+        if phase != "workers starting":
+            time.sleep(1)
+        sent = time.monotonic()
+        if signum == signal.SIGINT:
+            os.killpg(p.pid, signum)  # Ctrl-C: the terminal signals the foreground group
+        else:
+            p.send_signal(signum)
+        p.wait(timeout=30)
+        took = time.monotonic() - sent
+        time.sleep(0.3)
+        left = _session(p.pid)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        for pid, _, _ in _session(p.pid):
+            os.kill(pid, signal.SIGKILL)
+        out = p.communicate()[0].decode(errors="replace")
+    assert not left, f"still alive {took:.1f} s after {signum!r}: {left}\n{out[-2000:]}"
+    assert took < 2.5, f"{took:.1f} s to stop after {signum!r}\n{out[-2000:]}"  # 2 s, and slack for a loaded machine
