@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..runtime.events import Event, EventKind
 from ..runtime.harness import EventPipe
-from ..runtime.processes import exit_now
+from ..runtime.processes import die_with_parent, exit_now
 from ..runtime.worker import Channel
 
 
@@ -55,9 +55,11 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     started = time.monotonic()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         os.setpgid(0, 0)  # its own process group: whatever the test starts is killed with it
+        die_with_parent(parent)  # a worker killed (SIGKILL: no cleanup) takes its test's process with it
         os.close(read_fd)
         code = 0
         try:
