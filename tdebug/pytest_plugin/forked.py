@@ -30,6 +30,7 @@ class ChildRun:
     exit_code: int = 0  # negative: killed by that signal
     hung: bool = False
     seconds: float = 0.0
+    first_launch: float | None = None  # seconds into the run when its first Triton launch began (None: none did)
     peak_rss: int = 0  # bytes: the child's largest resident set (its rusage once it ended)
 
     @property
@@ -48,9 +49,13 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+BEFORE_LAUNCH = 4  # before its first launch a test may run this many timeouts (its own code, on a loaded machine)
+
+
 def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildRun:
-    """Call work(channel) in a forked child; its return value is the result event. timeout: seconds
-    before the child is killed as hung (None: no limit)."""
+    """Call work(channel) in a forked child; its return value is the result event. timeout: seconds the child
+    may run from its first Triton launch before it is killed as hung (before one: BEFORE_LAUNCH times that, so a
+    slow fixture or a loaded machine is not taken for a hung kernel); None: no limit."""
     read_fd, write_fd = os.pipe()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
@@ -72,7 +77,7 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
     os.close(write_fd)
     run = ChildRun()
     pipe = EventPipe(read_fd)
-    deadline = None if timeout is None else started + timeout
+    deadline = None if timeout is None else started + BEFORE_LAUNCH * timeout
     finished = False
     try:
         while True:
@@ -88,6 +93,10 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
                 run.result = dict(event.data)
             else:
                 run.events.append(event)
+                if event.kind is EventKind.LAUNCH and run.first_launch is None:
+                    now = time.monotonic()
+                    run.first_launch = now - started
+                    deadline = None if timeout is None else now + timeout
     finally:
         if not finished:  # hung, or the parent was interrupted (Ctrl-C): the child must not outlive it
             _kill_group(pid)

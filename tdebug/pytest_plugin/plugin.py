@@ -30,7 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tdebug-json", metavar="PATH", default=None,
                     help="write every finding with its test id as JSON")
     group.addoption("--tdebug-timeout", type=float, metavar="SECONDS", default=300.0,
-                    help="seconds one test's call may run before it is killed as hung (0: no limit; default 300)")
+                    help="seconds one test's call may run from its first Triton launch before it is killed as hung "
+                         "(before a first launch: 4 times as long; 0: no limit; default 300)")
     group.addoption("--tdebug-catalogue", nargs="?", const="full", choices=["full", "quick"], default=None,
                     help="collect the catalogue's case matrix (kernels/ by default; catalogue files or folders "
                          "given as arguments) as tests, as `tdebug check` plans it; 'quick': its quick shapes")

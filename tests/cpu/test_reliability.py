@@ -422,3 +422,34 @@ def test_pytest_n2_stops_at_once_on_ctrl_c_and_sigterm_leaving_nothing(tmp_path,
         out = p.communicate()[0].decode(errors="replace")
     assert not left, f"still alive {took:.1f} s after {signum!r}: {left}\n{out[-2000:]}"
     assert took < 2.5, f"{took:.1f} s to stop after {signum!r}\n{out[-2000:]}"  # 2 s, and slack for a loaded machine
+
+
+TIMED_TESTS = '''import time, torch, triton, triton.language as tl
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+def test_slow_setup_then_a_quick_launch():
+    time.sleep(2.5)  # the test's own code (a loaded machine, a slow fixture): not the launch the timeout names
+    x = torch.randn(300)
+    y = x.clone()
+    add_one[(3,)](x, 300, BLOCK=128)
+    assert torch.equal(x, y + 1)
+
+def test_never_launches():
+    time.sleep(60)
+'''
+
+
+def test_the_pytest_timeout_counts_from_the_first_launch_and_says_what_it_measured(tmp_path):
+    """Issue 49: under a loaded machine clean tests hit --tdebug-timeout "before any Triton launch"."""
+    (tmp_path / "test_timed.py").write_text(TIMED_TESTS)
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tdebug",
+                        "--tdebug-timeout", "1.5", "test_timed.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = p.stdout + p.stderr
+    assert "1 failed, 1 passed" in out, out
+    assert "FAILED test_timed.py::test_never_launches" in out, out
+    assert "began no Triton launch (the limit before a first launch is 4 x --tdebug-timeout 1.5 s)" in out, out
