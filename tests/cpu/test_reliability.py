@@ -453,3 +453,36 @@ def test_the_pytest_timeout_counts_from_the_first_launch_and_says_what_it_measur
     assert "1 failed, 1 passed" in out, out
     assert "FAILED test_timed.py::test_never_launches" in out, out
     assert "began no Triton launch (the limit before a first launch is 4 x --tdebug-timeout 1.5 s)" in out, out
+
+
+COMPILED = '''import torch, triton, triton.language as tl
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+def add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 128),)](x, y, out, x.numel(), BLOCK=128)
+    return out
+
+@torch.compile
+def f(x, y):
+    return add(x * 2, y) + 1
+
+x, y = torch.randn(1000), torch.randn(1000)
+assert float((f(x, y) - (x * 2 + y + 1)).abs().max()) < 1e-5
+'''
+
+
+def test_torch_compile_under_sanitize_gives_no_dynamo_warning_about_tdebugs_frames(tmp_path):
+    """Issue 49: dynamo traced tdebug's TorchDispatchMode into the compiled region and warned that it "does not
+    know how to trace the builtin sys._getframe"."""
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED)
+    p = tdebug("sanitize", str(script))
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and ": clean (1 case(s)" in out, out
+    assert "sys._getframe" not in out and "UserWarning" not in out, out
