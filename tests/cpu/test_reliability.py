@@ -486,3 +486,20 @@ def test_torch_compile_under_sanitize_gives_no_dynamo_warning_about_tdebugs_fram
     out = p.stdout + p.stderr
     assert p.returncode == 0 and ": clean (1 case(s)" in out, out
     assert "sys._getframe" not in out and "UserWarning" not in out, out
+
+
+def test_the_editable_install_prints_no_setuptools_warning(tmp_path):
+    """Issue 49: a fresh clone's first scripts/demo.sh printed setuptools' "Please be careful with folders in your
+    working directory with the same name as your package" (its meta path finder, chosen for a flat layout with no
+    package-dir): the install is a .pth entry for the repository root instead."""
+    code = f"from setuptools import build_meta; print(build_meta.build_editable({str(tmp_path)!r}))"
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "Please be careful" not in out and "meta path finder" not in out and "!!" not in out, out
+    import zipfile
+
+    (wheel,) = tmp_path.glob("tdebug-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        pth = [n for n in z.namelist() if n.endswith(".pth")]
+        assert [z.read(n).decode().strip() for n in pth] == [str(ROOT)], pth
