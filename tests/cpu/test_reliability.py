@@ -503,3 +503,42 @@ def test_the_editable_install_prints_no_setuptools_warning(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         pth = [n for n in z.namelist() if n.endswith(".pth")]
         assert [z.read(n).decode().strip() for n in pth] == [str(ROOT)], pth
+
+
+INPLACE_STRIDELESS = '''"""An in-place kernel (x += 1) ignoring strides: right on contiguous x, wrong on a view."""
+import torch, triton, triton.language as tl
+import tdebug
+
+@triton.jit
+def add_one_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)
+
+def add_one_(x):
+    add_one_kernel[(triton.cdiv(x.numel(), 64),)](x, x.numel(), BLOCK=64)
+    return x
+
+SPEC = tdebug.KernelSpec(name="add_one_", launch=add_one_, reference=lambda x: x + 1.0,
+                         make_inputs=lambda case: (tdebug.randn(case, case.shape, salt=1),), kernel=add_one_kernel,
+                         dims=("N",), default_shape=(300,), shapes=[(300,)], quick_shapes=[(300,)],
+                         layouts=("contiguous", "sliced"))
+'''
+
+
+def test_in_place_kernels_are_judged_against_the_inputs_before_the_launch(tmp_path):
+    """Issue 49: `check` ended "internal error ... describe.py:26: min() arg is an empty sequence" when an in-place
+    output's wrong elements were stored by no program (they kept their old values); viz compared an in-place
+    kernel's output with a reference computed from its already-changed input."""
+    target = tmp_path / "inplace.py"
+    target.write_text(INPLACE_STRIDELESS)
+    p = tdebug("check", str(target), "--quick", "--device", "cpu")
+    out = p.stdout + p.stderr
+    assert p.returncode == 1 and "internal error" not in out, out
+    assert "PASS  300 fp32 contiguous" in out and "FAIL  300 fp32 sliced" in out, out
+    assert "wrong elements were stored by no program: they keep the value they had before the launch" in out, out
+    p = tdebug("viz", str(target), "--out", str(tmp_path / "pics"))
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and "WRONG VALUES" not in out, out
+    p = tdebug("sanitize", str(INPLACE), "--device", "cpu")
+    assert p.returncode == 0 and ": clean" in p.stdout + p.stderr, p.stdout + p.stderr
