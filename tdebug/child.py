@@ -129,7 +129,7 @@ def _install(job: Job, follow_folder: Path | None = None, home: int | None = Non
 
 
 def _run(job: Job, channel: Channel, job_file: str) -> int:
-    engine = _install(job, follow_folder=Path(job_file + ".d") if job.kind == "script" else None)
+    engine = _install(job, follow_folder=Path(job_file + ".d"))  # a script's or a launcher's forks followed
     sanitizer, follower = engine.sanitizer, engine.follower
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
@@ -156,7 +156,8 @@ def _run(job: Job, channel: Channel, job_file: str) -> int:
             if job.guard:
                 from .sanitize.guard_bands import GuardSession as guard_factory
             try:
-                run_spec_job(job, channel, target, sanitizer, lint=lint, guard_factory=guard_factory)
+                run_spec_job(job, channel, target, sanitizer, lint=lint, guard_factory=guard_factory,
+                             follower=follower)
             except PlanError as e:
                 channel.send("fatal", message=str(e), usage=True)
                 return 2

@@ -128,6 +128,12 @@ class Follower:
         with contextlib.suppress(OSError), open(path, "a") as f:
             f.write(json.dumps(record, default=str) + "\n")
 
+    def clear(self) -> None:
+        """Forget what the followed processes wrote so far (a catalogue file's next case starts afresh)."""
+        for path in self.folder.glob("*.jsonl"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
     def collect(self) -> Followed:
         """Read what every followed process wrote; a launch begun and never ended is a crash of that process."""
         out = Followed()

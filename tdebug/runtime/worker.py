@@ -202,7 +202,26 @@ def _leave() -> None:
 # --- end GPU modes ---
 
 
-def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | None = None, target: str = "") -> dict:
+def _leave_if_forked(follower, findings: list[dict], code: int) -> None:
+    """A process the case's launcher forked came back here (it did not exit): its findings to the case's process,
+    then out; it must not go on to the next case."""
+    if follower is not None and follower.away:
+        follower.exited(findings)
+        exit_now(code)
+
+
+def _followed(follower) -> list[dict]:
+    """What the processes the case's launcher forked or spawned found (their files then cleared for the next
+    case); a finding that stops a case counts as one (never a clean case)."""
+    if follower is None:
+        return []
+    found = follower.collect()
+    follower.clear()
+    return found.findings
+
+
+def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | None = None, target: str = "",
+             follower=None) -> dict:
     """Run one case: inputs, launch (outputs poisoned), then findings and the comparison with the reference.
     guard_factory: GPU modes pass one that makes a guard-band session (tdebug.sanitize.guard_bands).
     target: the file, for the `tdebug run` command that a failing case's localisation ends with."""
@@ -237,6 +256,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             return result
         finding = exception_finding(exc)
         result["findings"].append(finding.to_dict())
+        _leave_if_forked(follower, result["findings"], 1)
+        result["findings"] += _followed(follower)
         result["status"] = EXCEPTION_STATUS.get(finding.check, "error")
         result["error"] = finding.message
         if case.device == "cuda" and cuda_context_lost(exc):
@@ -247,6 +268,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             repro.WRITER.case_done(result["findings"])
         result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
+    _leave_if_forked(follower, [], 0)
+    result["findings"] += _followed(follower)
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
     if guards is not None:
@@ -318,7 +341,7 @@ def plan_job_cases(job: Job, spec) -> list[Case]:
 
 
 def run_spec_job(job: Job, channel: Channel, target, sanitizer, lint: Callable[[Any], list[Finding]] | None = None,
-                 guard_factory: Callable[[], Any] | None = None) -> None:
+                 guard_factory: Callable[[], Any] | None = None, follower=None) -> None:
     """A catalogue file's planned cases, one result event each; lint (check's autotune lint) runs first when given."""
     spec = judged_spec(target, job.reference_from)
     try:
@@ -332,7 +355,7 @@ def run_spec_job(job: Job, channel: Channel, target, sanitizer, lint: Callable[[
     for index in range(job.start, len(cases)):
         channel.send("start", index=index)
         _case_marker(index)
-        result = run_case(spec, cases[index], sanitizer, guard_factory, target=job.target)
+        result = run_case(spec, cases[index], sanitizer, guard_factory, target=job.target, follower=follower)
         channel.send("result", index=index, **result)
         if result.get("context_lost"):
             _leave()

@@ -542,3 +542,47 @@ def test_in_place_kernels_are_judged_against_the_inputs_before_the_launch(tmp_pa
     assert p.returncode == 0 and "WRONG VALUES" not in out, out
     p = tdebug("sanitize", str(INPLACE), "--device", "cpu")
     assert p.returncode == 0 and ": clean" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+FORKING_LAUNCHER = """'''A launcher that forks: the child runs the kernel unmasked, the parent the masked one.'''
+import os
+import torch, triton, triton.language as tl
+import tdebug
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if MASKED:
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+    else:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+def add(x, y):
+    out = torch.empty_like(x)
+    pid = os.fork()
+    if pid == 0:
+        scratch = torch.empty_like(x)
+        add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, scratch, x.numel(), BLOCK=256, MASKED=False)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256, MASKED=True)
+    return out
+
+SPEC = tdebug.KernelSpec(name="fork_add", launch=add, reference=lambda x, y: x + y,
+                         make_inputs=lambda c: (tdebug.randn(c, c.shape, salt=1), tdebug.randn(c, c.shape, salt=2)),
+                         kernel=add_kernel, dims=("N",), default_shape=(1000,), shapes=[(1000,)],
+                         quick_shapes=[(1000,)], layouts=("contiguous",))
+"""
+
+
+def test_check_follows_a_launcher_that_forks_and_runs_each_case_once(tmp_path):
+    """Issue 49: a catalogue launcher's forked child fell back into the case loop (every case ran twice, its
+    results sent twice) and its stopped out-of-bounds access never reached the verdict."""
+    target = tmp_path / "fork_spec.py"
+    target.write_text(FORKING_LAUNCHER)
+    p = tdebug("check", str(target), "--quick", "--device", "cpu")
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "fork_add (" in out and ": 3 cases" in out and "0 passed, 3 failed" in out, out
+    assert out.count("out-of-bounds") >= 3 and "(in child process " in out, out
