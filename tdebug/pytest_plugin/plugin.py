@@ -15,6 +15,7 @@ MARKER = ("tdebug(checks=None, skip=False, timeout=None): tdebug's sanitizer for
 
 REPRO_ROOT = pytest.StashKey[str | None]()  # --tdebug-repro's folder, as prepared (None: not asked)
 CONTROLLER = pytest.StashKey[bool]()  # this process is an xdist controller under --tdebug
+SIGTERM_BEFORE = pytest.StashKey[object]()  # the controller's SIGTERM handler before the session's
 _CONFIGS: list[pytest.Config] = []  # the session's config, for pytest_keyboard_interrupt (it gets none)
 
 
@@ -104,7 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_xdist_controller(config):  # SIGTERM and Ctrl-C end the workers' trees at once (stopping.py)
         from .stopping import stop_on_sigterm
 
-        stop_on_sigterm()
+        config.stash[SIGTERM_BEFORE] = stop_on_sigterm()
         config.stash[CONTROLLER] = True
     if not hasattr(config, "workerinput"):
         from .reporter import Reporter, check_json_path
@@ -124,3 +125,13 @@ def pytest_keyboard_interrupt(excinfo) -> None:
         from .stopping import kill_descendants
 
         kill_descendants()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    before = config.stash.get(SIGTERM_BEFORE, None)
+    if before is not None:  # the session is over: SIGTERM as it was (None: not set from Python, left)
+        import signal
+
+        signal.signal(signal.SIGTERM, before)
+    if _CONFIGS and _CONFIGS[0] is config:
+        _CONFIGS.clear()

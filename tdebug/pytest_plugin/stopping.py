@@ -65,8 +65,9 @@ def die_with_parent() -> None:
     prctl(os.getppid())
 
 
-def stop_on_sigterm() -> None:
-    """The controller: SIGTERM kills the workers' trees, then ends the run as the default action would (143)."""
+def stop_on_sigterm() -> object:
+    """The controller: SIGTERM kills the workers' trees, then ends the run as the default action would (143).
+    The handler it replaced, for the session's end (an in-process pytest run leaves its host's as they were)."""
     def on_sigterm(signum, frame) -> None:
         workers = set(_children().get(os.getpid(), ()))
         killed = kill_descendants()
@@ -78,4 +79,4 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    return signal.signal(signal.SIGTERM, on_sigterm)
