@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import settings
 from .catalogue.spec import load_target
 from .runtime.engine import Engine, Recipe, install
 from .runtime.job import Job, JobLimits, SanitizeOptions
@@ -49,12 +50,8 @@ MEMORY_ENV = "TDEBUG_MEMORY_LIMIT"  # MiB the worker may allocate (0: no cap); d
 
 def memory_cap() -> int | None:
     """The worker's cap on its data (bytes), or None: TDEBUG_MEMORY_LIMIT (MiB), else 3/4 of physical memory."""
-    text = os.environ.get(MEMORY_ENV, "").strip()
-    if text:
-        try:
-            mib = int(text)
-        except ValueError:
-            return None
+    mib = settings.get(MEMORY_ENV)
+    if mib is not None:
         return mib << 20 if mib > 0 else None
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -132,7 +129,7 @@ def _install(job: Job, follow_folder: Path | None = None, home: int | None = Non
 
 
 def _run(job: Job, channel: Channel, job_file: str) -> int:
-    engine = _install(job, follow_folder=Path(job_file + ".d") if job.kind == "script" else None)
+    engine = _install(job, follow_folder=Path(job_file + ".d"))  # a script's or a launcher's forks followed
     sanitizer, follower = engine.sanitizer, engine.follower
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
@@ -159,7 +156,8 @@ def _run(job: Job, channel: Channel, job_file: str) -> int:
             if job.guard:
                 from .sanitize.guard_bands import GuardSession as guard_factory
             try:
-                run_spec_job(job, channel, target, sanitizer, lint=lint, guard_factory=guard_factory)
+                run_spec_job(job, channel, target, sanitizer, lint=lint, guard_factory=guard_factory,
+                             follower=follower)
             except PlanError as e:
                 channel.send("fatal", message=str(e), usage=True)
                 return 2

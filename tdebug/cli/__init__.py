@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
 
+from .. import settings
 from ..runtime import processes
-from ..runtime.files import OutputError
+from ..runtime.files import OutputError, WriteFailed
 from . import signals
 
 
@@ -18,6 +20,10 @@ class TdebugGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         processes.resume()
         try:
+            try:
+                settings.check_all()  # every TDEBUG_* variable, before any work (a bad one: exit 2)
+            except settings.SettingError as e:
+                raise click.UsageError(str(e)) from None
             return super().main(args=args, prog_name=prog_name or "tdebug", complete_var=complete_var,
                                 standalone_mode=False, **extra)
         except click.exceptions.Exit as e:
@@ -31,6 +37,9 @@ class TdebugGroup(click.Group):
         except OutputError as e:  # an output path found unsafe only when written (it changed meanwhile)
             click.echo(f"tdebug: error: {e}", err=True)
             sys.exit(2)
+        except WriteFailed as e:  # a full disk, no descriptors left: the output named, exit 3
+            click.echo(f"tdebug: error: {e}", err=True)
+            sys.exit(3)
         except click.ClickException as e:
             click.echo(f"tdebug: error: {e.format_message()}", err=True)
             # UsageError (2), CouldNotRun (3) and the like say their own code; a bare ClickException is
@@ -39,6 +48,10 @@ class TdebugGroup(click.Group):
         except (KeyboardInterrupt, _Stopped) as e:  # Ctrl-C or SIGTERM (signals.Terminated)
             sys.exit(signals.stop(e.interrupt if isinstance(e, _Stopped) else e))
         except Exception as e:  # noqa: BLE001 - a bug in tdebug: one line, exit 3
+            if isinstance(e, OSError) and e.errno in RESOURCES:  # the machine's limits, not a bug of tdebug's
+                where = f" ({e.filename})" if e.filename else ""
+                click.echo(f"tdebug: error: could not do the job: {e.strerror or e}{where}", err=True)
+                sys.exit(3)
             from ..interpreter.versions import triton_label
 
             click.echo(f"tdebug: internal error in tdebug ({triton_label()}): {type(e).__name__}: {e}", err=True)
@@ -49,6 +62,11 @@ class TdebugGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt as e:  # past click's own handler, which would print an empty line first
             raise _Stopped(e) from None
+
+
+# OS errors that say the machine ran out of something (descriptors, disk, quota) or failed under tdebug (I/O)
+RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.ENOMEM,
+                       errno.EROFS})
 
 
 class _Stopped(Exception):
@@ -96,7 +114,7 @@ def _get_command(ctx: click.Context, name: str) -> click.Command | None:
 def _set_epilog() -> None:
     from .common import EXIT_CODES
 
-    cli.epilog = EXIT_CODES
+    cli.epilog = EXIT_CODES + "\n\n\b\n" + settings.help_text()
 
 
 _set_epilog()

@@ -29,6 +29,7 @@ from .common import (
     executor_option,
     fresh_seed,
     output_file,
+    separate_outputs,
 )
 
 
@@ -69,6 +70,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose, rep
         files += [f for f in kernel_files() if not any(same_file(f, g) for g in files)]
     if not files:
         raise click.UsageError("nothing to check: give catalogue files or --all")
+    separate_outputs(("--json", json_path), ("--repro", repro_dir))
     json_file = output_file(json_path, "--json", files)
     try:
         device = device_mod.resolve(device).value

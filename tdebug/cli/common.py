@@ -11,7 +11,7 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS, has_spec
-from ..runtime.files import OutputError, check_output
+from ..runtime.files import OutputError, check_output, distinct_outputs
 from ..runtime.job import fresh_seed as fresh_seed  # the one seed policy, for the subcommands
 from ..runtime.verdict import COULD_NOT_RUN
 
@@ -94,6 +94,14 @@ def output_file(path: str | None, option: str, inputs: Iterable[Path | str] = ()
         raise click.UsageError(str(e)) from None
 
 
+def separate_outputs(*named: tuple[str, Path | str | None]) -> None:
+    """Two output options naming one path: a usage error before any work (runtime.files.distinct_outputs)."""
+    try:
+        distinct_outputs(*named)
+    except OutputError as e:
+        raise click.UsageError(str(e)) from None
+
+
 class Seconds(click.ParamType):
     """A positive, finite number of seconds (--timeout)."""
 
@@ -121,7 +129,8 @@ def _set_executor(ctx, param, value: str | None) -> str | None:
 
 def executor_option(fn):
     """--executor: how the interpreter runs a launch's programs (the batched engine, or one after another)."""
-    return click.option("--executor", type=click.Choice(["auto", "batched", "serial"]), default=None,
+    return click.option("--executor", type=click.Choice(["auto", "batched", "serial"], case_sensitive=False),
+                        default=None,
                         expose_value=False, callback=_set_executor, is_eager=True,
                         help="Run a launch's programs together (batched; auto: where the engine can) or one "
                              "after another (serial, the reference). Also TDEBUG_EXECUTOR.")(fn)

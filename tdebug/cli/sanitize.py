@@ -38,6 +38,7 @@ from .common import (
     executor_option,
     fresh_seed,
     output_file,
+    separate_outputs,
 )
 
 GPU_TOOLS = ("memcheck", "initcheck", "racecheck", "synccheck")
@@ -179,6 +180,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
         if not targets:
             raise click.UsageError("no TARGET given and no catalogue found (kernels/, bugs/)")
     inputs = [path for path, _ in targets if Path(path).is_file()]
+    separate_outputs(("--json", json_path), ("--keep-log", keep_log), ("--repro", repro_dir))
     json_file = output_file(json_path, "--json", inputs)
     output_file(keep_log, "--keep-log", inputs + ([json_file] if json_file else []))
     # After the output paths: a path that cannot be written is refused (exit 2) before the device is asked for.

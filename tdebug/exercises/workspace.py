@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import settings
 from ..catalogue.files import repo_root
 from ..runtime.files import FILE_MODE, write_atomic
 
@@ -256,9 +257,9 @@ def solution_diff(bug: BugEntry, root: Path | None = None) -> str:
 # -- the workspace -------------------------------------------------------------------------------------
 
 def default_workspace(root: Path | None = None) -> Path:
-    env = os.environ.get("TDEBUG_WORKSPACE")
+    env = settings.get("TDEBUG_WORKSPACE")
     if env:
-        return Path(env).expanduser().resolve()
+        return Path(env).resolve()
     return (root or repo_root()) / "workspace"
 
 

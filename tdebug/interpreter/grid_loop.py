@@ -18,13 +18,13 @@ Which engine: TDEBUG_EXECUTOR = auto (default: batched where it can), batched, o
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from .. import settings
 from . import program_axis
 from .batch_memory import MemoryUndo
 from .program_axis import Batch, Divergent, Unported
@@ -35,7 +35,7 @@ patch = patcher("grid_loop")
 EXECUTORS = ("auto", "batched", "serial")
 MAX_BATCH = 4096  # programs in one batch, at most
 # A value of one batch holds about this many elements (a memory op's block times the programs of a batch).
-BATCH_ELEMENTS = int(os.environ.get("TDEBUG_BATCH_ELEMENTS", 1 << 20))
+BATCH_ELEMENTS = settings.get("TDEBUG_BATCH_ELEMENTS")
 FIRST_BATCH = 64  # until a launch's block sizes are known
 
 
@@ -70,8 +70,7 @@ FORCE_SERIAL: list[str] = []  # reasons the whole process runs serially (a break
 
 
 def executor() -> str:
-    value = os.environ.get("TDEBUG_EXECUTOR", "auto") or "auto"
-    return value if value in EXECUTORS else "auto"
+    return settings.get("TDEBUG_EXECUTOR")  # checked at start-up (tdebug.settings): never a silent "auto"
 
 
 def register(listener: Listener) -> None:
@@ -80,7 +79,7 @@ def register(listener: Listener) -> None:
 
 
 def _say(text: str) -> None:
-    if os.environ.get("TDEBUG_VERBOSE"):
+    if settings.get("TDEBUG_VERBOSE"):
         print(f"tdebug: {text}", file=sys.stderr)
 
 

@@ -402,13 +402,22 @@ class _Trace:
 _WRAPPED: dict[int, tuple[Any, Any]] = {}  # id(member) -> (member, its memoised version)
 
 
+def _name_of(member) -> str:
+    """A builtin's name, or "" when it has none that is a string: a builtin need not be a function (an object
+    with a `__triton_builtin__` flag whose `__name__` answers a tensor or a constexpr, say), and a wrapper can
+    take only a string for its own `__name__`."""
+    name = getattr(member, "__name__", "")
+    return name if isinstance(name, str) else ""
+
+
 def _memoised(member, semantic):
     found = _WRAPPED.get(id(member))
     if found is not None and found[0] is member:
         return found[1]
     traces = MEMO.traces
     tensor_class, handle_class = _TENSOR, _HANDLE
-    operator = getattr(member, "__name__", "") in _OPERATORS
+    name = _name_of(member)
+    operator = name in _OPERATORS
 
     def call(*args, _semantic=None, **kwargs):
         if MEMO.recording is not None:  # a builtin inside a recorded one: its builder calls are the outer's
@@ -466,9 +475,15 @@ def _memoised(member, semantic):
         return _record(member, key, args, kwargs, ops, semantic, (family_key, values))
 
     call.__wrapped__ = member
-    for attr in ("__name__", "__qualname__", "__doc__", "signature"):
-        if hasattr(member, attr):
-            setattr(call, attr, getattr(member, attr))
+    call.__name__ = call.__qualname__ = name or type(member).__name__
+    qualname = getattr(member, "__qualname__", None)
+    if isinstance(qualname, str):
+        call.__qualname__ = qualname
+    doc = getattr(member, "__doc__", None)
+    if isinstance(doc, str):
+        call.__doc__ = doc
+    if hasattr(member, "signature"):
+        call.signature = member.signature
     _WRAPPED[id(member)] = (member, call)
     return call
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..runtime.events import Event, EventKind
 from ..runtime.harness import EventPipe
-from ..runtime.processes import exit_now
+from ..runtime.processes import die_with_parent, exit_now
 from ..runtime.worker import Channel
 
 
@@ -31,6 +31,7 @@ class ChildRun:
     exit_code: int = 0  # negative: killed by that signal
     hung: bool = False
     seconds: float = 0.0
+    first_launch: float | None = None  # seconds into the run when its first Triton launch began (None: none did)
     peak_rss: int = 0  # bytes: the child's largest resident set (its rusage once it ended)
 
     @property
@@ -49,15 +50,20 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+BEFORE_LAUNCH = 4  # before its first launch a test may run this many timeouts (its own code, on a loaded machine)
+
+
 def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildRun:
-    """Call work(channel) in a forked child; its return value is the result event. timeout: seconds
-    before the child is killed as hung (None: no limit)."""
+    """Call work(channel) in a forked child; its return value is the result event. timeout: seconds the child
+    may run from its first Triton launch before it is killed as hung (before one: BEFORE_LAUNCH times that, so a
+    slow fixture or a loaded machine is not taken for a hung kernel); None: no limit."""
     read_fd, write_fd = os.pipe()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     started = time.monotonic()
     # What the parent holds (torch, Triton, the collected tests) is frozen out of the collector's sight in the
     # child: a collection there would walk it all, and touch (copy) every page of it. The parent thaws it again.
+    parent = os.getpid()
     gc.freeze()
     try:
         pid = os.fork()
@@ -68,6 +74,7 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
         gc.unfreeze()
     if pid == 0:  # the child: never returns into pytest
         os.setpgid(0, 0)  # its own process group: whatever the test starts is killed with it
+        die_with_parent(parent)  # a worker killed (SIGKILL: no cleanup) takes its test's process with it
         os.close(read_fd)
         code = 0
         try:
@@ -80,7 +87,7 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
     os.close(write_fd)
     run = ChildRun()
     pipe = EventPipe(read_fd)
-    deadline = None if timeout is None else started + timeout
+    deadline = None if timeout is None else started + BEFORE_LAUNCH * timeout
     finished = False
     try:
         while True:
@@ -96,6 +103,10 @@ def run_forked(work: Callable[[Channel], dict], timeout: float | None) -> ChildR
                 run.result = dict(event.data)
             else:
                 run.events.append(event)
+                if event.kind is EventKind.LAUNCH and run.first_launch is None:
+                    now = time.monotonic()
+                    run.first_launch = now - started
+                    deadline = None if timeout is None else now + timeout
     finally:
         if not finished:  # hung, or the parent was interrupted (Ctrl-C): the child must not outlive it
             _kill_group(pid)

@@ -14,6 +14,9 @@ MARKER = ("tdebug(checks=None, skip=False, timeout=None): tdebug's sanitizer for
 
 
 REPRO_ROOT = pytest.StashKey[str | None]()  # --tdebug-repro's folder, as prepared (None: not asked)
+CONTROLLER = pytest.StashKey[bool]()  # this process is an xdist controller under --tdebug
+SIGTERM_BEFORE = pytest.StashKey[object]()  # the controller's SIGTERM handler before the session's
+_CONFIGS: list[pytest.Config] = []  # the session's config, for pytest_keyboard_interrupt (it gets none)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,7 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="list the N tests whose Triton launches took longest (0: every test), as --durations "
                          "does: seconds in launches and in the test's own code, launches, the slowest kernel")
     group.addoption("--tdebug-timeout", type=float, metavar="SECONDS", default=300.0,
-                    help="seconds one test's call may run before it is killed as hung (0: no limit; default 300)")
+                    help="seconds one test's call may run from its first Triton launch before it is killed as hung "
+                         "(before a first launch: 4 times as long; 0: no limit; default 300)")
     group.addoption("--tdebug-catalogue", nargs="?", const="full", choices=["full", "quick"], default=None,
                     help="collect the catalogue's case matrix (kernels/ by default; catalogue files or folders "
                          "given as arguments) as tests, as `tdebug check` plans it; 'quick': its quick shapes")
@@ -65,12 +69,23 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         # torch.cuda.is_available() asked of NVML, not of the CUDA driver: a test's process forked later can still
         # use CUDA (a suite's `device = "cuda" if torch.cuda.is_available() else "cpu"` at import would poison it)
         os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+        if os.environ.get("PYTEST_XDIST_WORKER"):  # before conftests import torch: gone with the controller
+            from .stopping import die_with_parent
+
+            die_with_parent()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    _CONFIGS[:] = [config]
     if not _active(config.option):
         return
+    from .. import settings
+
+    try:
+        settings.check_all()  # every TDEBUG_* variable, as the command line checks them
+    except settings.SettingError as e:
+        raise pytest.UsageError(str(e)) from None
     if config.option.tdebug_config is not None and config.option.tdebug_config < 0:
         raise pytest.UsageError("--tdebug-config: a config index is 0 or more")
     if getattr(config.option, "tdebug_device", "auto") == "cuda":
@@ -89,8 +104,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         config.stash[REPRO_ROOT] = config.workerinput.get("tdebug_repro")
     elif config.option.tdebug_repro:
+        from ..runtime.files import OutputError, distinct_outputs
         from ..runtime.repro import ReproError, prepare_root
 
+        try:
+            distinct_outputs(("--tdebug-json", config.option.tdebug_json),
+                             ("--tdebug-repro", config.option.tdebug_repro))
+        except OutputError as e:
+            raise pytest.UsageError(str(e)) from None
         try:
             config.stash[REPRO_ROOT] = str(prepare_root(config.option.tdebug_repro))
         except ReproError as e:
@@ -99,6 +120,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..catalogue.files import repo_root
 
         config.args = [str(repo_root() / "kernels")]
+    if _is_xdist_controller(config):  # SIGTERM and Ctrl-C end the workers' trees at once (stopping.py)
+        from .stopping import stop_on_sigterm
+
+        config.stash[SIGTERM_BEFORE] = stop_on_sigterm()
+        config.stash[CONTROLLER] = True
     if not hasattr(config, "workerinput"):
         from .reporter import Reporter, check_json_path
 
@@ -109,3 +135,21 @@ def pytest_configure(config: pytest.Config) -> None:
         from .runner import Runner
 
         config.pluginmanager.register(Runner(config, seed), "tdebug-runner")
+
+
+def pytest_keyboard_interrupt(excinfo) -> None:
+    """Ctrl-C in an xdist controller: its workers' trees killed now, not after xdist's 10 s wait for each."""
+    if _CONFIGS and _CONFIGS[0].stash.get(CONTROLLER, False):
+        from .stopping import kill_descendants
+
+        kill_descendants()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    before = config.stash.get(SIGTERM_BEFORE, None)
+    if before is not None:  # the session is over: SIGTERM as it was (None: not set from Python, left)
+        import signal
+
+        signal.signal(signal.SIGTERM, before)
+    if _CONFIGS and _CONFIGS[0] is config:
+        _CONFIGS.clear()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..runtime.files import OutputError, check_output, write_output
+from ..runtime.files import OutputError, WriteFailed, check_output, write_output
 from ..runtime.suite import durations_lines
 from .plugin import REPRO_ROOT
 
@@ -163,3 +163,6 @@ class Reporter:
         except OutputError as e:  # it changed while the tests ran: said, never written through
             self.config.get_terminal_writer().line(f"tdebug: error: {e}", red=True)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        except WriteFailed as e:  # a full disk, no descriptors left: said with the path, never a traceback
+            self.config.get_terminal_writer().line(f"tdebug: error: {e}", red=True)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR

@@ -177,6 +177,7 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
             findings.append(internal.to_dict())
         seconds = time.perf_counter() - started
         if follower is not None and follower.away:  # a process the test forked came back here: it is done
+            follower.exited(findings)  # what stopped it (a device_assert, tdebug's own error) reaches the test
             exit_now(0)
         launches = [r.__dict__ for r in STATE.launches]
         if not settings.skip:

@@ -14,7 +14,7 @@ import pytest
 from ..report import Finding, render
 from ..runtime.harness import signal_name
 from ..runtime.suite import slowest_kernel
-from .forked import ChildRun
+from .forked import BEFORE_LAUNCH, ChildRun
 
 
 class TdebugFailure(Exception):
@@ -90,10 +90,16 @@ def _in_flight(child: ChildRun) -> str:
 def crash_text(child: ChildRun, timeout: float | None) -> str:
     """Why a child gave no result: killed by a signal, exited early, or hung."""
     where = _in_flight(child)
+    if child.hung and child.first_launch is None:
+        return (f"tdebug: HANG: the test ran {child.seconds:.0f} s and began no Triton launch (the limit before a "
+                f"first launch is {BEFORE_LAUNCH} x --tdebug-timeout {timeout:g} s); it was killed {where}. Its own "
+                "code or a fixture never ended, or ran that long on a loaded machine.")
     if child.hung:
-        return (f"tdebug: HANG: no result after {timeout:.0f} s, the test was killed {where}. A kernel that "
-                "never ends (a data-dependent loop bound) or one too slow for the interpreter at this size (raise "
-                "--tdebug-timeout or @pytest.mark.tdebug(timeout=...), or test a smaller shape).")
+        return (f"tdebug: HANG: no result {child.seconds - child.first_launch:.0f} s after the test's first Triton "
+                f"launch (--tdebug-timeout {timeout:g} s, counted from that launch; {child.first_launch:.1f} s "
+                f"before it), the test was killed {where}. A kernel that never ends (a data-dependent loop bound) or "
+                "one too slow for the interpreter at this size (raise --tdebug-timeout or "
+                "@pytest.mark.tdebug(timeout=...), or test a smaller shape).")
     if child.exit_code == -signal.SIGKILL:  # tdebug sends it only to a hung child: someone else did
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         return (f"tdebug: CRASH: the test's process was killed (SIGKILL) {where}; the session goes on. Not by "

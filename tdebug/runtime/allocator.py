@@ -16,6 +16,8 @@ import ctypes
 import os
 import platform
 
+from .. import settings
+
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters (malloc.h)
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20  # glibc's largest (HEAP_MAX_SIZE / 2 on 64-bit)
@@ -29,7 +31,7 @@ def keep_freed_memory() -> bool:
     if _DONE:
         return _DONE[0]
     _DONE.append(False)
-    if os.environ.get("TDEBUG_KEEP_FREED", "1") == "0" or platform.system() != "Linux":
+    if not settings.get("TDEBUG_KEEP_FREED") or platform.system() != "Linux":
         return False
     if "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False

@@ -51,6 +51,8 @@ def _splitting_variable(bad: set[int], everyone: set[int], scalars: dict[int, di
 def program_group(bad: set[int], everyone: set[int], scalars: dict[int, dict[str, int]]) -> str:
     """Which programs, in the kernel's own terms: 'every program', 'programs with pid_n = 3 only'."""
     n, total = len(bad), len(everyone)
+    if not bad:
+        return "no program"
     if bad >= everyone:
         return f"every program ({total} of {total})" if total > 1 else "the only program"
     split = _splitting_variable(bad, everyone, scalars)

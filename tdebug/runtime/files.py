@@ -93,6 +93,28 @@ class OutputError(ValueError):
     """An output path tdebug must not or cannot write: one line for the user (a usage error, exit 2)."""
 
 
+class WriteFailed(Exception):
+    """Writing an output failed at the end of a run (a full disk, no file descriptors left, an I/O error): the
+    path and the OS's reason in one line; tdebug could not do the job (exit 3), not a bug of tdebug's."""
+
+
+def write_failed(path: Path | str, option: str, error: OSError) -> WriteFailed:
+    return WriteFailed(f"{option} {path}: could not write it: {error.strerror or error}")
+
+
+def distinct_outputs(*named: tuple[str, Path | str | None]) -> None:
+    """OutputError when two output options (option, path) name one path: one would overwrite the other at the
+    end of the run (--repro P --json P made the folder, then could not write the file)."""
+    seen: list[tuple[str, Path | str]] = []
+    for option, path in named:
+        if not path:
+            continue
+        for other, earlier in seen:
+            if same_file(path, earlier) or os.path.abspath(path) == os.path.abspath(earlier):
+                raise OutputError(f"{option} {path} and {other} {earlier} name one path: give each its own")
+        seen.append((option, path))
+
+
 def _digest_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -214,11 +236,14 @@ def write_output(path: Path | str, data: str | bytes, option: str = "output",
     tdebug wrote, that file is replaced and the link kept."""
     out = check_output(path, option, inputs)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    if is_stream(out):
-        with open(out, "wb") as f:
-            f.write(raw)
-        return out
-    dest = Path(os.path.realpath(out)) if out.is_symlink() else out
-    write_atomic(dest, raw)
-    _record(dest, _digest_bytes(raw))
+    try:
+        if is_stream(out):
+            with open(out, "wb") as f:
+                f.write(raw)
+            return out
+        dest = Path(os.path.realpath(out)) if out.is_symlink() else out
+        write_atomic(dest, raw)
+        _record(dest, _digest_bytes(raw))
+    except OSError as e:
+        raise write_failed(path, option, e) from None
     return out

@@ -117,10 +117,22 @@ class Follower:
 
         spawn.get_command_line = get_command_line
 
+    def exited(self, findings: list[dict]) -> None:
+        """A forked child left the script's code with an exception (an access tdebug stopped, the script's own
+        error): its findings reach the script's process, whatever status the script gives the child."""
+        if self.away and findings:
+            self._write({"record": "exit", "findings": findings})
+
     def _write(self, record: dict) -> None:
         path = self.folder / f"{os.getpid()}.jsonl"
         with contextlib.suppress(OSError), open(path, "a") as f:
             f.write(json.dumps(record, default=str) + "\n")
+
+    def clear(self) -> None:
+        """Forget what the followed processes wrote so far (a catalogue file's next case starts afresh)."""
+        for path in self.folder.glob("*.jsonl"):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def collect(self) -> Followed:
         """Read what every followed process wrote; a launch begun and never ended is a crash of that process."""

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from .. import settings
 from ..report import Finding
 from . import processes
 from .events import Event, EventKind
@@ -115,7 +116,7 @@ class _Child:
         read_fd, write_fd = os.pipe()
         env = child_env(mode, env_extra)
         # The child's engine reads how to run a launch's programs here; "auto" leaves the caller's choice.
-        env["TDEBUG_EXECUTOR"] = job.executor if job.executor != "auto" else os.environ.get("TDEBUG_EXECUTOR", "auto")
+        env["TDEBUG_EXECUTOR"] = job.executor if job.executor != "auto" else settings.get("TDEBUG_EXECUTOR")
         env["TDEBUG_RESULT_FD"] = str(write_fd)
         if not wrapper:  # the child dies with us (tdebug.child); under a wrapper its parent is the wrapper
             env["TDEBUG_PARENT_PID"] = str(os.getpid())

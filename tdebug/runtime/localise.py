@@ -99,7 +99,13 @@ def localise(out, got: np.ndarray, want: np.ndarray, wrong: np.ndarray, unwritte
                        int(out.numel()), sorted(bad))
     grid = "x".join(map(str, launch.grid))
     loc.lines.append(f"where: {launch.kernel}, output {maps.arg}, launch {launch.index}, grid {grid}")
-    if loc.wrong:
+    kept = int((wrong & ~stored & (maps.launch_of <= 0)).sum())  # no launch stored them: still the input's values
+    if kept:
+        loc.lines.append(f"  {kept:,} wrong elements were stored by no program: they keep the value they had before "
+                         "the launch (an in-place output whose stores went elsewhere, or missed these elements)")
+    if loc.wrong and not bad:
+        loc.group = "no program"
+    elif loc.wrong:
         loc.group = program_group(bad, everyone, maps.scalars)
         area = region(np.isin(maps.writer, sorted(bad))) if bad and bad != everyone else ""
         area = "" if area in ("all rows and columns", "every element") else area

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import settings
+
 MARKER = ".tdebug-repro"  # in a folder tdebug made for reproducers
-MAX_BYTES = int(os.environ.get("TDEBUG_REPRO_MAX_MIB", "256")) << 20  # the tensors one reproducer may save
+MAX_BYTES = settings.get("TDEBUG_REPRO_MAX_MIB") << 20  # the tensors one reproducer may save
 _RESERVED = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
              "launch_pdl", "debug", "sanitize_overflow", "instrumentation_mode"}
 

@@ -101,8 +101,9 @@ class Verdict:
         passed = failed = not_checked = quit_ = nothing = 0
         for case in cases:
             status = status_of(case)
-            if status in COULD_NOT_RUN:
+            if status in COULD_NOT_RUN:  # what it found before it stopped still counts (never "clean")
                 not_checked += 1
+                counts.update(f.check for f in case.findings if f.check not in RUN_FAILURES)
                 continue
             counts.update(f.check for f in case.findings)
             if status is Status.QUIT:
@@ -154,8 +155,9 @@ class Verdict:
 
     def summary(self) -> str:
         """One line: what was found, or clean, or why not clean."""
-        if self.findings and self.found:
+        if self.findings and (self.found or self.incomplete):
             what = ", ".join(f"{n} {check}" for check, n in sorted(self.findings.items()))
+            what += ", NOT fully checked" if self.incomplete else ""
         elif self.found:
             what = "failed"
         elif self.incomplete:

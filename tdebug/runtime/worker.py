@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import settings
 from ..catalogue.cases import autotune_configs, plan_cases
 from ..catalogue.compare import TOLERANCES, compare_outputs
 from ..catalogue.poison import poisoned_empty
@@ -58,7 +59,9 @@ class Channel:
 
 def root_cause(exc: BaseException) -> BaseException:
     seen = 0
-    while exc.__cause__ is not None and seen < 10:
+    # multiprocessing's pools re-raise a worker's exception with the worker's traceback as text for a cause
+    # (RemoteTraceback): the exception itself says what happened in one line, the text is pages long.
+    while exc.__cause__ is not None and seen < 10 and type(exc.__cause__).__name__ != "RemoteTraceback":
         exc = exc.__cause__
         seen += 1
     return exc
@@ -151,7 +154,7 @@ EXCEPTION_STATUS = {"assert": "assert", "overflow": "overflow", "internal": "int
                     "not-checked": "not-checked"}
 
 
-def _snapshot(inputs) -> list:
+def snapshot(inputs) -> list:
     """Copies of the tensor inputs (others as they are), taken before the launch."""
     import torch
 
@@ -172,7 +175,7 @@ CASE_MARKER = "@@tdebug-case "  # printed to stdout before each case when TDEBUG
 
 def _poison_outputs() -> bool:
     """False under compute-sanitizer's initcheck: poisoning would initialise the memory it must see unwritten."""
-    return os.environ.get("TDEBUG_NO_POISON") != "1"
+    return not settings.get("TDEBUG_NO_POISON")
 
 
 def cuda_context_lost(exc: BaseException) -> bool:
@@ -189,7 +192,7 @@ def cuda_context_lost(exc: BaseException) -> bool:
 
 
 def _case_marker(index: int) -> None:
-    if os.environ.get("TDEBUG_CASE_MARKERS") == "1":
+    if settings.get("TDEBUG_CASE_MARKERS"):
         print(f"{CASE_MARKER}{index}", flush=True)
 
 
@@ -199,7 +202,26 @@ def _leave() -> None:
 # --- end GPU modes ---
 
 
-def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | None = None, target: str = "") -> dict:
+def _leave_if_forked(follower, findings: list[dict], code: int) -> None:
+    """A process the case's launcher forked came back here (it did not exit): its findings to the case's process,
+    then out; it must not go on to the next case."""
+    if follower is not None and follower.away:
+        follower.exited(findings)
+        exit_now(code)
+
+
+def _followed(follower) -> list[dict]:
+    """What the processes the case's launcher forked or spawned found (their files then cleared for the next
+    case); a finding that stops a case counts as one (never a clean case)."""
+    if follower is None:
+        return []
+    found = follower.collect()
+    follower.clear()
+    return found.findings
+
+
+def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | None = None, target: str = "",
+             follower=None) -> dict:
     """Run one case: inputs, launch (outputs poisoned), then findings and the comparison with the reference.
     guard_factory: GPU modes pass one that makes a guard-band session (tdebug.sanitize.guard_bands).
     target: the file, for the `tdebug run` command that a failing case's localisation ends with."""
@@ -221,7 +243,7 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             inputs = guards.wrap_inputs(spec.launch, inputs)
         if sanitizer is not None:
             sanitizer.begin_case()
-        before = _snapshot(inputs)  # the reference sees the inputs as they were: a kernel may work in place
+        before = snapshot(inputs)  # the reference sees the inputs as they were: a kernel may work in place
         with poisoned_empty() if _poison_outputs() else _null(), guards.outputs() if guards else _null():
             out = spec.launch(*inputs)
         if case.device == "cuda":
@@ -234,6 +256,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             return result
         finding = exception_finding(exc)
         result["findings"].append(finding.to_dict())
+        _leave_if_forked(follower, result["findings"], 1)
+        result["findings"] += _followed(follower)
         result["status"] = EXCEPTION_STATUS.get(finding.check, "error")
         result["error"] = finding.message
         if case.device == "cuda" and cuda_context_lost(exc):
@@ -244,6 +268,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             repro.WRITER.case_done(result["findings"])
         result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
+    _leave_if_forked(follower, [], 0)
+    result["findings"] += _followed(follower)
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
     if guards is not None:
@@ -315,7 +341,7 @@ def plan_job_cases(job: Job, spec) -> list[Case]:
 
 
 def run_spec_job(job: Job, channel: Channel, target, sanitizer, lint: Callable[[Any], list[Finding]] | None = None,
-                 guard_factory: Callable[[], Any] | None = None) -> None:
+                 guard_factory: Callable[[], Any] | None = None, follower=None) -> None:
     """A catalogue file's planned cases, one result event each; lint (check's autotune lint) runs first when given."""
     spec = judged_spec(target, job.reference_from)
     try:
@@ -329,7 +355,7 @@ def run_spec_job(job: Job, channel: Channel, target, sanitizer, lint: Callable[[
     for index in range(job.start, len(cases)):
         channel.send("start", index=index)
         _case_marker(index)
-        result = run_case(spec, cases[index], sanitizer, guard_factory, target=job.target)
+        result = run_case(spec, cases[index], sanitizer, guard_factory, target=job.target, follower=follower)
         channel.send("result", index=index, **result)
         if result.get("context_lost"):
             _leave()
@@ -440,6 +466,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
             if cuda_context_lost(exc):
                 result["context_lost"] = True
     if follower is not None and follower.away:  # a forked child left the script's code: its launches are written
+        follower.exited(result["findings"])  # and why it left, when it raised
         exit_now(exit_code)
     if sanitizer is not None:
         result["findings"] += [f.to_dict() for f in sanitizer.end_case()]

@@ -33,7 +33,11 @@ from .sweep import sanitize_script
 TDEBUG = "tdebug"
 GPU_RUN = "the run on the GPU"  # what the GPU pass itself reports: the script's exception, a crash, a hang
 # Findings that say a run could not go on (not detections): from the interpreter pass they become notes.
-RUN_FAILURES = frozenset({"exception", "crash", "hang", "dtype", "no-kernel", "not-checked"})
+RUN_FAILURES = frozenset({"exception", "crash", "hang", "dtype", "no-kernel", "not-checked", "internal",
+                          "unsupported"})
+# An interpreter pass that stopped so (tdebug's own failure, a construct it cannot run): the case was not fully
+# checked, whatever the GPU found (exit 3, never "1 internal" counted as a finding).
+COULD_NOT_CHECK = ("internal", "unsupported")
 # What the interpreter pass covers that no GPU tool does: said in the note when it could not finish.
 ONLY_TDEBUG = "races between programs, unwritten outputs, device_assert, divergence"
 DEFAULT_LIMITS = Limits(max_programs=16384, max_bytes=256 << 20)
@@ -176,6 +180,10 @@ def merge_case(gpu: CaseResult | None, interp: CaseResult | None, label: str, in
     status = base.status if (base.status != "pass" or not detections) else "fail"
     if gpu is None and interp.status not in ("pass", "error", "hang", "crash"):
         status = interp.status
+    stopped = next((f for f in interp.findings if f.check in COULD_NOT_CHECK), None)
+    if stopped is not None and base.status not in COULD_NOT_CHECK:
+        status = stopped.check
+        findings.append(stopped)
     case = CaseResult(index=index, label=label, status=status, findings=findings, comparisons=base.comparisons,
                       time=max(base.time, interp.time), error=base.error, launches=base.launches or interp.launches,
                       case=base.case or interp.case, exit_code=base.exit_code, stderr=base.stderr)

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import settings
 from ..report import Finding, merge
 from ..runtime.files import write_output
 from ..runtime.harness import run_job
@@ -48,7 +49,7 @@ SOURCE = "compute-sanitizer"
 
 def find_compute_sanitizer() -> str | None:
     """The compute-sanitizer executable: $TDEBUG_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin, /usr/local/cuda*/bin."""
-    override = os.environ.get("TDEBUG_COMPUTE_SANITIZER")
+    override = settings.get("TDEBUG_COMPUTE_SANITIZER")
     if override:
         return override if os.access(override, os.X_OK) else None
     found = shutil.which("compute-sanitizer")

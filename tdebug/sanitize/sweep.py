@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from .. import settings
 from ..report import Finding
 from ..runtime.harness import run_job
 from ..runtime.job import Job
@@ -88,7 +89,7 @@ def _parallel_runs() -> int:
 def forks_runs() -> bool:
     """Whether a script's runs after the first go to one worker that forks a process per run (POSIX), instead
     of a fresh worker per run (TDEBUG_SWEEP=spawn: the latter, as a reference)."""
-    return hasattr(os, "fork") and os.environ.get("TDEBUG_SWEEP", "fork") != "spawn"
+    return hasattr(os, "fork") and settings.get("TDEBUG_SWEEP") == "fork"
 
 
 def sanitize_script(job: Job, timeout: float | None = 120.0,

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ..catalogue import dynamo
 from ..catalogue.poison import ALLOCATIONS, poison_mask, storage_poison_mask
 from ..report import Finding
 
@@ -116,7 +117,7 @@ class TorchWrites(TorchDispatchMode):
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         """Not wrapped in torch._dynamo.disable (torch's default for modes): that imports dynamo, ~5 s, at the
-        first op of every run; this mode is never compiled."""
+        first op of every run; this mode is made eager once dynamo is loaded instead (_eager_under_compile)."""
         return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -220,3 +221,12 @@ class TorchWrites(TorchDispatchMode):
         found, self.findings = self.findings, []
         self._seen.clear()
         return found
+
+
+def _eager_under_compile() -> None:
+    """Once torch.compile's tracer is loaded, the mode runs eagerly, never traced into a compiled region: its
+    frame walking (sys._getframe) would be a graph break there, and dynamo's warning about it noise to the user."""
+    TorchWrites.__torch_dispatch__ = dynamo.eager(TorchWrites.__dict__["__torch_dispatch__"])
+
+
+dynamo.when_loaded(_eager_under_compile)

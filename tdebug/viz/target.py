@@ -8,9 +8,10 @@ only reads that file.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import settings
 
 TDEBUG_ROOT = Path(__file__).resolve().parent.parent.parent
 FALLBACK = Path("kernels") / "matmul.py"
@@ -29,9 +30,9 @@ def repo_roots() -> list[Path]:
 
 
 def workspaces(roots: list[Path] | None = None) -> list[Path]:
-    env = os.environ.get("TDEBUG_WORKSPACE")
+    env = settings.get("TDEBUG_WORKSPACE")
     if env and roots is None:
-        return [Path(env).expanduser()]
+        return [Path(env)]
     return [root / "workspace" for root in (roots if roots is not None else repo_roots())]
 
 

@@ -66,6 +66,7 @@ def run_spec(job: VizJob, result: dict) -> None:
     from ..catalogue.cases import autotune_configs
     from ..catalogue.spec import Case, load_target
     from ..interpreter.patches import begin_case
+    from ..runtime.worker import snapshot
 
     target = load_target(job.target)
     spec = target.spec
@@ -94,9 +95,10 @@ def run_spec(job: VizJob, result: dict) -> None:
     result["shape"] = list(shape)
     begin_case(config)
     inputs = spec.make_inputs(case)
+    before = snapshot(inputs)  # the reference sees the inputs as they were: a kernel may work in place
     out = spec.launch(*inputs)
     if job.pid is None:  # every program ran: draw the error of a wrong output
-        save_errors(target, case, inputs, out, Path(job.out))
+        save_errors(target, case, before, out, Path(job.out))
 
 
 def save_errors(target, case, inputs, out, directory: Path) -> None:

@@ -80,6 +80,7 @@ def files(tmp_path_factory) -> Files:
         "symlink": str(root / "linked.json"),
         "catalogue": str(ROOT / "kernels" / "add.py"), "folder": str(root / "dir"),
         "under_a_file": str(root / "data.txt" / "r.json"),
+        "full": "/dev/full",  # writable, but every write fails (ENOSPC): exit 3 naming it, never an internal error
     }
     f.folders = {"fresh": str(root / "pics"), "users": str(root / "users"), "proc": "/proc/nope",
                  "a_file": str(root / "data.txt")}
@@ -170,6 +171,22 @@ def command_lines(f: Files) -> st.SearchStrategy:
     junk = st.lists(st.sampled_from(["--version", "--help", "-h", "nope", "--json", "run", "--", "-x", ""]),
                     max_size=3).map(lambda args: (args, None))
     return st.one_of(run, check, sanitize, viz, bench, bugs_simple, bugs_check, matrix, junk)
+
+
+# Settings in the environment (issue 49): good ones in any case, bad ones refused first (exit 2, the name said).
+ENVIRONMENTS = [{}, {}, {}, {}, {"TDEBUG_EXECUTOR": "SERIAL"}, {"TDEBUG_EXECUTOR": "bogus"},
+                {"TDEBUG_VERBOSE": "0"}, {"TDEBUG_VERBOSE": "maybe"}, {"TDEBUG_REPRO_MAX_MIB": "lots"},
+                {"TDEBUG_MEMORY_LIMIT": "-3"}, {"TDEBUG_SWEEP": "Spawn"}, {"TDEBUG_BATCH_ELEMENTS": "0"}]
+
+
+def bad_setting(env: dict[str, str]) -> str | None:
+    from tdebug import settings
+
+    try:
+        settings.check_all(env)
+    except settings.SettingError:
+        return next(iter(env))
+    return None
 
 
 # -- generated outcomes of the child processes (the default run) ----------------------------------------
@@ -291,17 +308,29 @@ def fakes(monkeypatch, files):
 
 # -- the property ---------------------------------------------------------------------------------------
 
-def check_outcome(argv: list[str], bad_output: str | None, r, outcomes: list[str]) -> None:
-    where = f"tdebug {' '.join(argv)}\nexit {r.exit_code}\nstdout: {r.stdout[-1500:]}\nstderr: {r.stderr[-1500:]}"
+def check_outcome(argv: list[str], bad_output: str | None, r, outcomes: list[str], env: dict | None = None) -> None:
+    env = env or {}
+    where = (f"{' '.join(f'{k}={v}' for k, v in env.items())} tdebug {' '.join(argv)}\nexit {r.exit_code}\n"
+             f"stdout: {r.stdout[-1500:]}\nstderr: {r.stderr[-1500:]}")
     assert r.exception is None or isinstance(r.exception, SystemExit), where + f"\n{r.exception!r}"
-    assert "Traceback" not in r.output, where
+    assert "Traceback" not in r.output and "internal error in tdebug" not in r.output, where
     assert r.exit_code in (0, 1, 2, 3), where
     if r.exit_code in (2, 3):
         last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
         assert last.startswith("tdebug: error: ") and len(last) > len("tdebug: error: "), where
         assert "\n" not in last
+    bad_env = bad_setting(env)
+    if bad_env:
+        assert r.exit_code == 2 and not outcomes and not r.stdout, where + "\na bad setting: refused first"
+        assert r.stderr.strip().startswith(f"tdebug: error: {bad_env}="), where
+        return
     if bad_output in BAD_OUTPUTS:
         assert r.exit_code == 2 and not outcomes, where + "\nan output path that cannot be written: refused first"
+    if bad_output == "full":
+        assert r.exit_code in (2, 3), where + "\na write that failed at the end: exit 3, never 0 or 1"
+        if "/dev/full: could not write it: No space left on device" in r.stderr:
+            assert r.exit_code == 3, where
+            return  # whatever the run found, its report was not written: exit 3
     command = argv[0] if argv else ""
     if command in ("run", "check", "sanitize") and outcomes:
         if r.exit_code == 0:
@@ -321,10 +350,40 @@ def test_every_command_line_ends_cleanly(fakes, files, catalogue, data):
     children = FakeChildren(data.draw(st.sampled_from(OUTCOMES), label="outcome of every child"),
                             data.draw(st.sampled_from([1, 2, 3, 9, 130, 255]), label="a script's exit code"))
     fakes["children"] = children
-    r = CliRunner().invoke(cli, argv)
-    check_outcome(argv, bad_output, r, children.outcomes)
+    env = data.draw(st.sampled_from(ENVIRONMENTS), label="settings in the environment")
+    r = CliRunner().invoke(cli, argv, env=env)
+    check_outcome(argv, bad_output, r, children.outcomes, env)
     assert_unchanged(catalogue, f"tdebug {' '.join(argv)}")
     assert_user_files(files, argv)
+
+
+@pytest.mark.parametrize("argv", [["check", "{add}", "--quick", "--json", "{out}"],
+                                  ["sanitize", "{add}", "--json", "{out}"]])
+def test_an_output_that_cannot_be_written_at_the_end_names_the_path_and_exits_3(fakes, files, monkeypatch, argv):
+    """Issue 49: no descriptors left (EMFILE) or a full disk when the JSON is written: one line, exit 3."""
+    import errno
+
+    def no_descriptors(path, data):
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr("tdebug.runtime.files.write_atomic", no_descriptors)
+    fakes["children"] = FakeChildren("pass", 0)
+    out = str(files.root / "emfile" / "r.json")
+    (files.root / "emfile").mkdir(exist_ok=True)
+    r = CliRunner().invoke(cli, [a.format(add=files.targets["add"], out=out) for a in argv])
+    assert r.exit_code == 3, r.output
+    assert r.stderr.strip().splitlines()[-1] == f"tdebug: error: --json {out}: could not write it: Too many open files"
+
+
+@pytest.mark.parametrize("argv", [["sanitize", "{add}", "--repro", "{p}", "--json", "{p}"],
+                                  ["sanitize", "{add}", "--keep-log", "{p}", "--json", "{p}"],
+                                  ["check", "{add}", "--json", "{p}", "--repro", "{p}"]])
+def test_two_outputs_naming_one_path_are_refused_before_any_work(fakes, files, argv):
+    fakes["children"] = FakeChildren("pass", 0)
+    p = str(files.root / "same" / "P")
+    r = CliRunner().invoke(cli, [a.format(add=files.targets["add"], p=p) for a in argv])
+    assert r.exit_code == 2 and not fakes["children"].outcomes, r.output
+    assert "name one path" in r.stderr and not Path(p).exists(), r.stderr
 
 
 def assert_user_files(f: Files, argv: list[str]) -> None:

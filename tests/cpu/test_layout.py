@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "tdebug"
 
 # Lower number = lower layer. A module may import its own package and any package of a lower layer.
 LAYERS = {
-    "report": 0,
+    "report": 0, "settings": 0,
     "catalogue": 1,
     "interpreter": 2,
     "runtime": 3,

@@ -160,3 +160,25 @@ def test_zero_means_no_cap(tmp_path):
                               str(out), str(SCENARIOS), "--", "histogram"])
     (case,) = json.loads(out.read_text())["targets"][0]["cases"]
     assert case["status"] == "pass", case  # 0: no cap
+
+
+@pytest.mark.parametrize("gpu_status, gpu_findings, summary", [
+    ("pass", [], "no findings, NOT fully checked"),
+    ("fail", [cs_finding("bounds", 12)], "1 bounds, NOT fully checked"),
+])
+def test_an_internal_error_of_the_interpreter_pass_exits_3_never_1(gpu_status, gpu_findings, summary):
+    """Issue 49: on the GPU path an internal error was counted as a finding ("1 internal", exit 1)."""
+    from tdebug.runtime.verdict import Verdict
+
+    internal = Finding(check="internal", message="internal error in tdebug (Triton 3.6.0) at tdebug/x.py:1: "
+                                                 "TypeError: boom (a bug in tdebug, not in the kernel)")
+    gpu = job(CaseResult(0, "script.py", gpu_status, list(gpu_findings)))
+    interp = job(CaseResult(0, "script.py", "internal", [internal]))
+    result, notes, _ = merge_engines(gpu, interp)
+    verdict = Verdict.of(result.cases, unchecked_notes=notes)
+    assert verdict.exit_code == 3, (verdict, result.cases)
+    assert verdict.summary() == summary
+    assert "internal" not in verdict.findings
+    assert any("internal error in tdebug" in f.message for f in result.cases[0].findings)  # said, not lost
+    cpu = Verdict.of(interp.cases)  # the CPU path: the same verdict
+    assert (cpu.exit_code, cpu.summary()) == (3, "no findings, NOT fully checked")
