@@ -93,7 +93,8 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     job = Job(target=str(Path(target).resolve()), kind=kind, argv=tuple(script_args), plan=plan,
               single=kind == TargetKind.SPEC, config=config if kind == TargetKind.SCRIPT else None,
               breaks=tuple(break_lines) if break_lines is not None else None, pid=wanted_pid or None,
-              repro=repro_folder.job_value() if repro_folder.root is not None else None)
+              repro=repro_folder.job_value() if repro_folder.root is not None else None,
+              seed=seed if kind == TargetKind.SCRIPT else None)
     interactive = break_lines is not None
     kind_said = False  # the header was printed as the run started
     if mode == "debug":  # GPU debug mode (issue 6): the child's output shown and parsed for device asserts

@@ -419,6 +419,19 @@ def autotuned_launches(records) -> list[dict]:
     return list(seen.values())
 
 
+def _seed_script(seed: int) -> None:
+    """The run's seed (printed; --seed gives it) seeds what a script draws its inputs from (torch, numpy, random):
+    the same --seed, the same inputs, so a finding on random inputs can be had again."""
+    import random
+
+    import numpy as np
+    import torch
+
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+
+
 def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: int = 0) -> None:
     """Run a script as __main__ (its arguments in job.argv); its exit code, exception and launches reported,
     with those of the processes it forked or spawned (follower: tdebug.runtime.follow.Follower). index: the
@@ -443,6 +456,8 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
     if sanitizer is not None:
         sanitizer.begin_case()
     exit_code = 0
+    if job.seed is not None:
+        _seed_script(job.seed)
     try:
         with poisoned_empty() if sanitizer is not None else _null():
             runpy.run_path(target, run_name="__main__")

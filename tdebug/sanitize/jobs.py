@@ -30,7 +30,7 @@ def sanitize_job(path: str | Path, kind: str, *, quick: bool = True, seed: int |
                # a script: this autotune config only (else one run per surviving config)
                config=config if kind != "spec" else None,
                sanitize=SanitizeOptions(checks=tuple(checks or sorted(CHECKS)), max_findings=max_findings),
-               engine=engine)
+               engine=engine, seed=seed if kind != "spec" else None)
 
 
 def sanitize_file(path: str | Path, *, quick: bool = True, timeout: float = 120.0, engine: str = "tdebug",

@@ -80,3 +80,24 @@ def test_findings_in_program_then_line_order(tmp_path):
         keys = [(min(tuple(p) for p in f["pids"]), f["line"]) for f in findings]
         assert len(keys) >= 3 and keys == sorted(keys), (executor, keys)
         assert {f["check"] for f in findings} == {"nan", "bounds"}
+
+
+def test_a_scripts_random_inputs_follow_the_seed(tmp_path):
+    """A script's torch / numpy / random draws are seeded by the run's seed: the same --seed, the same inputs (and so
+    the same verdict); the printed fresh seed of a run without --seed gives that run's inputs again."""
+    script = tmp_path / "draws.py"
+    script.write_text("import random, numpy, torch\n"
+                      "print('draws', torch.randn(3).tolist(), numpy.random.rand(), random.random())\n")
+
+    def draws(*seed: str) -> tuple[str, str]:
+        proc = subprocess.run([sys.executable, "-m", "tdebug", "sanitize", str(script), "--device", "cpu", *seed],
+                              capture_output=True, text=True, timeout=300, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        line = next(x for x in proc.stdout.splitlines() if x.startswith("draws"))
+        return line, proc.stdout.rsplit("seed ", 1)[1].strip(" )\n")
+
+    first, _ = draws("--seed", "5")
+    assert draws("--seed", "5")[0] == first
+    assert draws("--seed", "6")[0] != first
+    fresh, printed = draws()
+    assert draws("--seed", printed)[0] == fresh
