@@ -264,7 +264,7 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import batch_memory, bf16, casts, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
+    from . import batch_memory, bf16, casts, compat, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
 
     grid_loop.install()
     memory_guard.install()
@@ -274,7 +274,7 @@ def install(exact_values: bool = True) -> None:
     pin_autotune()
     _record_launches()
     device_tables.install()  # pointer tables of device addresses, on a GPU: to the launch's host copies
-    for module in (scalars, grid, libdevice, casts) + ((bf16, fma) if exact_values else ()):
+    for module in (scalars, compat, grid, libdevice, casts) + ((bf16, fma) if exact_values else ()):
         module.install()
     aliases.install()
     lean.install()

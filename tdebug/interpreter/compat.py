@@ -1,0 +1,88 @@
+"""Small places where Triton's interpreter or language front end answers differently from compiled Triton.
+
+- Triton 3.6's `tl.tuple.__getattr__` (a tensor's shape is one) raises ValueError for a name it lacks, where
+  Python (and Triton 3.9) raise AttributeError: `getattr(shape, name, default)` then fails. tdebug's own reads
+  of its marks on a builder op's arguments did exactly that on `tl.atomic_add(ptrs_2d, vals_1d)` (the value
+  broadcast to the pointers' shape): "ValueError: '_tdebug_from' is not in list".
+- Triton 3.6's `get_all_ones_value` builds all-ones as -1 in the type's numpy dtype: `~x` on an unsigned
+  tensor raises OverflowError. Compiled Triton (and 3.9's interpreter) give the bitwise complement.
+- Triton 3.6's `tl.dot(a, b, acc)` of int8 operands into an int32 `acc` without `out_dtype=tl.int32` stops on a
+  bare `assert` in the front end (compiled Triton 3.6 alike, as its front end is the same code): the message
+  says what to write.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from .frames import KernelError
+from .versions import bind, patcher
+
+patch = patcher("compat")
+
+
+class NoAttribute(KernelError, AttributeError):
+    """A tl.tuple has no such field (caught by getattr's default; not a fault of tdebug's)."""
+
+
+class DotAccumulatorType(KernelError, AssertionError):
+    """tl.dot's accumulator is not of out_dtype: the kernel's error, as compiled Triton reports it."""
+
+
+def _tuple_getattr(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def __getattr__(self, name):
+        fields = getattr(self.type, "fields", None)
+        if fields is None or name not in fields:
+            raise NoAttribute(f"'tuple' object has no attribute {name!r}")
+        return original(self, name)
+
+    return __getattr__
+
+
+def _all_ones(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def get_all_ones_value(*args, **kwargs):
+        from triton.runtime import interpreter
+
+        call = bind(original, args, kwargs)
+        ty = call.arguments["type"]
+        np_type = np.dtype(interpreter._get_np_dtype(ty))
+        if np_type.kind == "u":
+            return interpreter.TensorHandle(np.full(1, np.iinfo(np_type).max, dtype=np_type), ty.scalar)
+        return original(*args, **kwargs)
+
+    return get_all_ones_value
+
+
+def _dot(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def dot(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except AssertionError as exc:
+            if str(exc):
+                raise
+            call = bind(original, args, kwargs)
+            lhs, acc = call.arguments["lhs"], call.arguments["acc"]
+            out_dtype = call.arguments.get("out_dtype")
+            if acc is None or not lhs.type.scalar.is_int():
+                raise
+            raise DotAccumulatorType(f"tl.dot of {lhs.type.scalar} operands into an {acc.type.scalar} accumulator needs "
+                                 f"out_dtype={acc.type.scalar} (it is {out_dtype}); compiled Triton of this version "
+                                 "stops on the same check") from None
+
+    return dot
+
+
+def install() -> None:
+    import triton.language as tl
+    from triton.language import semantic
+    from triton.runtime import interpreter
+
+    patch(tl.core.tuple, "__getattr__", _tuple_getattr)
+    patch(interpreter.interpreter_builder, "get_all_ones_value", _all_ones)
+    patch(semantic.TritonSemantic, "dot", _dot)
