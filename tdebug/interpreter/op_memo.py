@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from .loop_counters import LoopCounter as _COUNTER
 from .versions import patcher
 
 patch = patcher("op_memo")
@@ -431,6 +432,8 @@ def _memoised(member, semantic):
                     ty = value.type
                     parts.append((slot, ty.__class__, ty.name))
                 else:
+                    if type(value) is _COUNTER:  # a loop's counter (loop_counters.py): the int it is
+                        value = int(value)
                     if operator and (type(value) is int or type(value) is float):
                         scalars.append(len(parts))
                         values.append(value)

@@ -35,6 +35,7 @@ from . import (
     device_tables,
     lean,
     lean_ops,
+    loop_counters,
     overflow,
     predicated_loops,
     recursion,
@@ -286,6 +287,7 @@ def install(exact_values: bool = True) -> None:
     boolops.install()
     if exact_values:
         predicated_loops.install()
+        loop_counters.install()
     constexprs.install()
     overflow.install()
     recursion.install()

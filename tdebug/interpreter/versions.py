@@ -268,6 +268,7 @@ LAYERS: tuple[str, ...] = (
     "block_pointers",
     "boolops",
     "predicated_loops",  # rewrites the tree boolops rewrote
+    "loop_counters",  # wraps the loops predicated_loops left (loop_counters.py)
     "constexprs",
     "overflow",
     "recursion",
