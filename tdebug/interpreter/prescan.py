@@ -2,7 +2,8 @@
 
 Read from the code objects' names (no source needed): spin locks (atomic_cas, atomic_xchg), printing
 (device_print; static_print and print run once per program under the interpreter), breakpoints, block
-pointers and tensor descriptors, inline asm. The batched engine would meet most of these at run time too
+pointers and tensor descriptors, inline asm, volatile loads (a flag one program publishes and later ones spin
+on: decoupled look-back; read from the keyword names a call passes). The batched engine would meet most of these at run time too
 (program_axis.Unported) and hand the rest of the launch to the serial engine; seeing them first saves the
 batch it would undo.
 """
@@ -23,6 +24,8 @@ SERIAL_NAMES = {
     "make_tensor_descriptor": "tensor descriptors",
     "inline_asm_elementwise": "inline asm",
 }
+
+VOLATILE = "a volatile load (a flag between programs: decoupled look-back)"
 
 _CACHE: dict[types.CodeType, str | None] = {}
 
@@ -50,6 +53,10 @@ def _scan(fn, code: types.CodeType, seen: set) -> str | None:
     for const in code.co_consts:  # nested functions, comprehensions
         if isinstance(const, types.CodeType):
             names |= set(const.co_names)
+            if _volatile(const):
+                return VOLATILE
+    if _volatile(code):
+        return VOLATILE
     for name in names:
         if name in SERIAL_NAMES:
             return SERIAL_NAMES[name]
@@ -62,3 +69,24 @@ def _scan(fn, code: types.CodeType, seen: set) -> str | None:
             if why is not None:
                 return why
     return None
+
+
+def _volatile(code: types.CodeType) -> bool:
+    """A call in code passes `volatile=` (Python 3.11+ keeps a call's keyword names as a constant tuple)."""
+    return any(isinstance(c, tuple) and "volatile" in c for c in code.co_consts)
+
+
+def uses_volatile(fn) -> bool:
+    """Whether the kernel, or a @jit function it calls, passes `volatile=` to a load."""
+    return serial_only(fn) == VOLATILE or _any_volatile(fn, set())
+
+
+def _any_volatile(fn, seen: set) -> bool:
+    code = _code(fn)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    if _volatile(code) or any(isinstance(c, types.CodeType) and _volatile(c) for c in code.co_consts):
+        return True
+    scope = getattr(getattr(fn, "fn", fn), "__globals__", {})
+    return any(_any_volatile(scope[n], seen) for n in code.co_names if hasattr(scope.get(n), "fn"))
