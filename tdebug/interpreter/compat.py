@@ -6,6 +6,8 @@
   broadcast to the pointers' shape): "ValueError: '_tdebug_from' is not in list".
 - Triton 3.6's `get_all_ones_value` builds all-ones as -1 in the type's numpy dtype: `~x` on an unsigned
   tensor raises OverflowError. Compiled Triton (and 3.9's interpreter) give the bitwise complement.
+- Triton 3.6's interpreter cannot type fp8e4b8 / fp8e5b16 values (its `dtype.to_ir` stand-in lacks them): "fail
+  to convert fp8e4b8 to ir type" at any cast to them.
 - Triton 3.6's `tl.dot(a, b, acc)` of int8 operands into an int32 `acc` without `out_dtype=tl.int32` stops on a
   bare `assert` in the front end (compiled Triton 3.6 alike, as its front end is the same code): the message
   says what to write.
@@ -78,6 +80,28 @@ def _dot(original: Callable) -> Callable:
     return dot
 
 
+def _fp8_types(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def _patch_lang(*args, **kwargs):
+        import triton.language as tl
+
+        scope = original(*args, **kwargs)
+        to_ir = tl.core.dtype.to_ir
+        if scope is not None and not getattr(to_ir, "_tdebug_fp8", False):
+            def typed(self, builder):
+                if self.name == "fp8e4b8":
+                    return builder.get_fp8e4b8_ty()
+                if self.name == "fp8e5b16":
+                    return builder.get_fp8e5b16_ty()
+                return to_ir(self, builder)
+
+            typed._tdebug_fp8 = True
+            scope.set_attr(tl.core.dtype, "to_ir", typed)
+        return scope
+
+    return _patch_lang
+
+
 def install() -> None:
     import triton.language as tl
     from triton.language import semantic
@@ -86,3 +110,4 @@ def install() -> None:
     patch(tl.core.tuple, "__getattr__", _tuple_getattr)
     patch(interpreter.interpreter_builder, "get_all_ones_value", _all_ones)
     patch(semantic.TritonSemantic, "dot", _dot)
+    patch(interpreter, "_patch_lang", _fp8_types)
