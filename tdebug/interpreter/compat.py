@@ -73,9 +73,9 @@ def _dot(original: Callable) -> Callable:
             out_dtype = call.arguments.get("out_dtype")
             if acc is None or not lhs.type.scalar.is_int():
                 raise
-            raise DotAccumulatorType(f"tl.dot of {lhs.type.scalar} operands into an {acc.type.scalar} accumulator needs "
-                                 f"out_dtype={acc.type.scalar} (it is {out_dtype}); compiled Triton of this version "
-                                 "stops on the same check") from None
+            raise DotAccumulatorType(f"tl.dot of {lhs.type.scalar} operands into an {acc.type.scalar} accumulator "
+                                     f"needs out_dtype={acc.type.scalar} (it is {out_dtype}); compiled Triton of this "
+                                     "version stops on the same check") from None
 
     return dot
 

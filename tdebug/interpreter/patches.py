@@ -265,7 +265,20 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import batch_memory, bf16, casts, compat, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
+    from . import (
+        batch_memory,
+        bf16,
+        casts,
+        compat,
+        fma,
+        grid,
+        grid_loop,
+        libdevice,
+        memory_guard,
+        op_memo,
+        provenance,
+        scalars,
+    )
 
     grid_loop.install()
     memory_guard.install()

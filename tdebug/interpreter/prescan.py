@@ -2,10 +2,10 @@
 
 Read from the code objects' names (no source needed): spin locks (atomic_cas, atomic_xchg), printing
 (device_print; static_print and print run once per program under the interpreter), breakpoints, block
-pointers and tensor descriptors, inline asm, volatile loads (a flag one program publishes and later ones spin
-on: decoupled look-back; read from the keyword names a call passes). The batched engine would meet most of these at run time too
-(program_axis.Unported) and hand the rest of the launch to the serial engine; seeing them first saves the
-batch it would undo.
+pointers and tensor descriptors, inline asm, volatile loads (a flag one program publishes and later ones
+spin on: decoupled look-back; read from the keyword names a call passes). The batched engine would meet most
+of these at run time too (program_axis.Unported) and hand the rest of the launch to the serial engine; seeing
+them first saves the batch it would undo.
 """
 
 from __future__ import annotations

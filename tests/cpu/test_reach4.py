@@ -1,0 +1,93 @@
+"""Issue 48 on kernels in the style of real code (tests/cpu/data/reach4_scenarios.py), on both engines: decoupled
+look-back through volatile loads, `~x` on unsigned keys, a multi-line atomic_add whose value is broadcast, a loop
+counter cast with `.to`, int8 tl.dot, fp8 casts to every fp8 type."""
+
+from pathlib import Path
+
+import pytest
+
+from tdebug.interpreter import prescan
+from tdebug.sanitize.jobs import sanitize_job
+from tdebug.sanitize.sweep import sanitize_script
+
+SCENARIOS = Path(__file__).parent / "data" / "reach4_scenarios.py"
+ENGINES = ["serial", "batched"]
+
+
+def sanitize(name: str, executor: str):
+    job = sanitize_job(SCENARIOS, "script", argv=[name]).but(executor=executor)
+    result = sanitize_script(job, 240, None)
+    assert not result.fatal, result.fatal
+    (case,) = result.cases
+    return case
+
+
+def line_of(text: str) -> int:
+    return next(i for i, line in enumerate(SCENARIOS.read_text().splitlines(), 1) if text in line)
+
+
+def checks(case) -> list[tuple[str, str | None, int]]:
+    return sorted((f.check, f.tensor, f.line) for f in case.findings)
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+def test_correct_kernels_are_clean(executor):
+    """Look-back scan, descending radix counts on uint8..uint64, multi-line broadcast atomics, `i.to(tl.int64)`,
+    int8 GEMM exact, fp8 e4nv/e5/e4b8/e5b16 casts from fp32/fp16/bf16 as torch's (saturating), e4b15 to the
+    nearest code with ties to even, fp8 quantisation: all checked against references inside the script."""
+    case = sanitize("clean", executor)
+    assert case.status == "pass", [f.message for f in case.findings] or case.error
+    assert case.findings == []
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+def test_lookback_flag_stored_before_its_value_is_a_race_on_the_value(executor):
+    case = sanitize("lookback_flag_first", executor)
+    assert checks(case) == [("race", "INCL", line_of("exclusive += tl.load(INCL + look)"))]
+    assert "read/write race" in case.findings[0].message
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+def test_lookback_waiting_on_a_flag_nothing_set_is_a_hang_at_the_spin(executor):
+    case = sanitize("lookback_waits_on_next", executor)
+    (f,) = case.findings
+    assert f.line == line_of("flag = tl.load(FLAGS + look, volatile=True)") + 2  # the inner spin's load
+    assert "hang: program 0 spins on a volatile load of 'FLAGS' element 1" in f.message
+    assert f.check != "race"
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+@pytest.mark.parametrize("name, tensor, line", [
+    ("radix_wide_digit", "COUNTS", "tl.atomic_add(COUNTS + pid * 256 + digit"),
+    ("atomic_unmasked", "DB", "sem='relaxed')\n"),
+    ("counter_unmasked", "X", "v = tl.load(X + row * row_stride + offs)"),
+])
+def test_seeded_bounds_bugs(executor, name, tensor, line):
+    case = sanitize(name, executor)
+    if name == "atomic_unmasked":  # the unmasked multi-line call: reported at its first line
+        lines = SCENARIOS.read_text().splitlines()
+        at = max(i for i, text in enumerate(lines, 1) if "tl.atomic_add(DB" in text)
+    else:
+        at = line_of(line)
+    assert checks(case) == [("bounds", tensor, at)]
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+def test_int8_gemm_without_a_k_mask_and_fp8_quant_with_an_extra_row(executor):
+    case = sanitize("int8_k_tail", executor)
+    assert {(c, t) for c, t, _ in checks(case)} == {("bounds", "A"), ("bounds", "B")}
+    case = sanitize("fp8_extra_row", executor)
+    # the extra row reads X past its end too
+    assert {(c, t) for c, t, _ in checks(case)} == {("bounds", "X"), ("bounds", "Q"), ("bounds", "S")}
+
+
+def test_prescan_sends_volatile_loads_to_the_serial_engine():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reach4_scenarios", SCENARIOS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert prescan.serial_only(module.lookback_scan_kernel) == prescan.VOLATILE
+    assert prescan.uses_volatile(module.lookback_scan_kernel)
+    assert not prescan.uses_volatile(module.chunked_copy_kernel)
+    assert prescan.serial_only(module.int8_gemm_kernel) is None
