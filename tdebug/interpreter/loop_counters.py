@@ -3,10 +3,10 @@ variable of an scf.for): real kernels write `i.to(tl.int64)`, where the interpre
 
 Each such loop of a jit function's AST (after the interpreter's rewrite, boolops' and predicated_loops') gets its
 iterable wrapped: `for i in __tdebug_counters__.counted(<iterable>)`, which hands out LoopCounter values, ints
-that answer the tensor attributes an int lacks (`.to`, `.dtype`, `.type`, `.handle`, ...) from an int32 scalar
-tensor of their value (int64 past int32's range: a loop over int64 bounds). Everything an int does stays as it
-was, at an int's cost: arithmetic on a counter gives plain ints, and tdebug's op memo reads a counter as the int
-it is. `tl.static_range` loops are left alone (their counter is a constexpr compiled).
+that answer the tensor attributes an int lacks (`.to`, `.dtype`, `.type`, ...) from an int32 scalar tensor of
+their value (int64 past int32's range: a loop over int64 bounds). Integer arithmetic on a counter gives a counter
+(`(i * BLOCK).to(tl.int64)`), with Python's values as before (no int32 wrap); tdebug's op memo and predicated
+loops read a counter as the int it is. `tl.static_range` loops are left alone (their counter is a constexpr compiled).
 """
 
 from __future__ import annotations
@@ -39,12 +39,29 @@ class LoopCounter(int):
         return tl.tensor(TensorHandle(np.array([value], dtype=dtype), ty), ty)
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name.startswith("_") or name == "handle":  # tdebug's own sniffing for tensors asks for `handle`
             raise AttributeError(name)
         return getattr(self.tensor(), name)
 
     def __repr__(self) -> str:
         return int.__repr__(self)
+
+
+def _keeps_counting(name: str):
+    """int's operator `name`, its int result a LoopCounter again (`(i * BLOCK).to(tl.int64)` is valid compiled)."""
+    op = getattr(int, name)
+
+    def counted_op(self, *other):
+        out = op(self, *other)
+        return LoopCounter(out) if type(out) is int else out
+
+    counted_op.__name__ = name
+    return counted_op
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+              "__mod__", "__rmod__", "__neg__", "__lshift__", "__rshift__", "__and__", "__rand__", "__or__", "__ror__"):
+    setattr(LoopCounter, _name, _keeps_counting(_name))
 
 
 def counted(iterable: Iterable) -> Iterator:
