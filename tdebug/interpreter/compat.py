@@ -8,6 +8,8 @@
   tensor raises OverflowError. Compiled Triton (and 3.9's interpreter) give the bitwise complement.
 - Triton 3.6's interpreter cannot type fp8e4b8 / fp8e5b16 values (its `dtype.to_ir` stand-in lacks them): "fail
   to convert fp8e4b8 to ir type" at any cast to them.
+- `tl.gather(src, index, axis)` with an index outside src's axis: numpy's IndexError ("index 32 is out of bounds
+  for axis 0 with size 32") where compiled Triton reads an undefined value; here a message that says so.
 - Triton 3.6's `tl.dot(a, b, acc)` of int8 operands into an int32 `acc` without `out_dtype=tl.int32` stops on a
   bare `assert` in the front end (compiled Triton 3.6 alike, as its front end is the same code): the message
   says what to write.
@@ -32,6 +34,32 @@ class NoAttribute(KernelError, AttributeError):
 
 class DotAccumulatorType(KernelError, AssertionError):
     """tl.dot's accumulator is not of out_dtype: the kernel's error, as compiled Triton reports it."""
+
+
+class GatherOutOfRange(KernelError, IndexError):
+    """tl.gather's index lies outside its source's axis: undefined on a GPU."""
+
+
+def check_gather(src: np.ndarray, indices: np.ndarray, axis: int) -> None:
+    """Raise GatherOutOfRange when an index of `indices` is outside src's `axis` (numpy arrays, axis already
+    shifted by the batched engine's program axis where there is one)."""
+    size = np.shape(src)[axis]
+    idx = np.asarray(indices)
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+        bad = idx[(idx < 0) | (idx >= size)]
+        raise GatherOutOfRange(f"tl.gather index {int(bad.reshape(-1)[0])} outside the source's {size} elements "
+                               f"along its axis ({bad.size} lanes in all): compiled Triton reads an undefined value "
+                               "there")
+
+
+def _gather(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def create_gather(*args, **kwargs):
+        call = bind(original, args, kwargs)
+        check_gather(call.arguments["src"].data, call.arguments["indices"].data, call.arguments["axis"])
+        return original(*args, **kwargs)
+
+    return create_gather
 
 
 def _tuple_getattr(original: Callable) -> Callable:
@@ -111,3 +139,5 @@ def install() -> None:
     patch(interpreter.interpreter_builder, "get_all_ones_value", _all_ones)
     patch(semantic.TritonSemantic, "dot", _dot)
     patch(interpreter, "_patch_lang", _fp8_types)
+    if hasattr(interpreter.interpreter_builder, "create_gather"):
+        patch(interpreter.interpreter_builder, "create_gather", _gather)

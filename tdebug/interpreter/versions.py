@@ -196,6 +196,7 @@ _TABLE = [
     Internal("tuple", "__getattr__", ("self", "name")),
     Internal("InterpreterBuilder", "get_all_ones_value", ("type",)),
     Internal("TritonSemantic", "dot", ("self", "lhs", "rhs", "acc")),
+    Internal("InterpreterBuilder", "create_gather", ("src", "indices", "axis")),
     Internal("TritonSemantic", "computation_type_impl", ("self", "a_ty", "a_is_scalar", "b_ty", "b_is_scalar",
                                                          "div_or_mod")),
 ]

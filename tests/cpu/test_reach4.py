@@ -91,3 +91,54 @@ def test_prescan_sends_volatile_loads_to_the_serial_engine():
     assert prescan.uses_volatile(module.lookback_scan_kernel)
     assert not prescan.uses_volatile(module.chunked_copy_kernel)
     assert prescan.serial_only(module.int8_gemm_kernel) is None
+
+
+FAMILIES = Path(__file__).parent / "data" / "reach4_families.py"
+
+
+def sanitize_family(name: str, executor: str):
+    job = sanitize_job(FAMILIES, "script", argv=[name]).but(executor=executor)
+    result = sanitize_script(job, 240, None)
+    assert not result.fatal, result.fatal
+    (case,) = result.cases
+    return case
+
+
+def family_line(text: str) -> int:
+    return next(i for i, line in enumerate(FAMILIES.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+def test_families_paged_kv_moe_align_topk_sorts_dequant_gemms_persistent_descriptors_are_clean(executor):
+    case = sanitize_family("clean", executor)
+    assert case.status == "pass", [f.message for f in case.findings] or case.error
+    assert case.findings == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ENGINES)
+@pytest.mark.parametrize("name, check, tensor, line", [
+    ("paged_kv_bug", "bounds", "BLOCK_TABLE", "page = tl.load(BLOCK_TABLE"),
+    ("moe_align_bug", "bounds", "COUNTS", "tl.store(COUNTS + tl.arange(0, E + 1), hist)"),
+    ("topk_bug", "bounds", "VALS", "tl.store(VALS +"),
+    ("int4_gemm_bug", "bounds", "SCALES", "s = tl.load(SCALES +"),
+    ("persistent_bug", "race", "C", "tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn"),
+    ("radix_sort_bug", "bounds", "KEYS", "k = tl.load(KEYS + o)"),
+])
+def test_families_seeded_bugs(executor, name, check, tensor, line):
+    case = sanitize_family(name, executor)
+    (f,) = case.findings
+    assert (f.check, f.tensor) == (check, tensor)
+    if name == "persistent_bug":  # the second of the file's two such stores: the persistent kernel's
+        lines = FAMILIES.read_text().splitlines()
+        assert f.line == max(i for i, text in enumerate(lines, 1) if line in text)
+    else:
+        assert f.line == family_line(line)
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+def test_gather_index_outside_its_source_is_reported_at_the_line(executor):
+    case = sanitize_family("gather_bug", executor)
+    (f,) = case.findings
+    assert "tl.gather index 32 outside the source's 32 elements" in f.message
+    assert f.line == family_line("tl.store(Y + o, tl.gather(x, i, 0))")
