@@ -30,6 +30,10 @@ from ..interpreter import memory_events
 from ..interpreter.frames import KernelError
 
 SPIN_LIMIT = 1000  # failed acquires in a row on a lock no running program can release: a deadlock
+# Flags: programs' clocks kept at their acquires (for the readers of what they published after) only in launches
+# of at most this many programs (each snapshot a clock of every program); beyond, a reader follows each writer's
+# own accesses only, not what that writer had acquired.
+HISTORY_PROGRAMS = 4096
 
 
 class LockNeverReleased(KernelError, RuntimeError):
@@ -131,15 +135,15 @@ class LockOrder:
             self.clock[self.pid] += 1
             self.polled, self.polls = None, 0
 
-    def acquire_from(self, shadow, elems: np.ndarray, writers: np.ndarray) -> None:
-        """A volatile load read elems, last stored by programs `writers` (-1: none in this launch): the current
-        program now follows each writer as of the store it read."""
+    def acquire_from(self, shadow, elems: np.ndarray, writers: np.ndarray, role: str = "writer") -> None:
+        """A volatile load read elems, last stored by programs `writers` (-1: none in this launch; role "atomic":
+        by an atomic): the current program now follows each writer as of the store it read."""
         if not self.flags or self.pid < 0:
             return
         other = (writers >= 0) & (writers != self.pid)
         if not other.any():
             return
-        epochs = self._stamps(shadow, "writer")[elems[other]]
+        epochs = self._stamps(shadow, role)[elems[other]]
         pairs = np.unique(np.stack([writers[other].astype(np.int64), epochs.astype(np.int64)]), axis=1)
         joined = False
         for w, e in pairs.T:
@@ -152,7 +156,7 @@ class LockOrder:
                     break
             self.clock[w] = max(int(self.clock[w]), e)
             joined = True
-        if joined:
+        if joined and self.programs <= HISTORY_PROGRAMS:
             self.history.setdefault(self.pid, []).append((int(self.clock[self.pid]), self.clock.copy()))
 
     def polled_again(self, addrs: np.ndarray, values: np.ndarray, describe: Callable[[], str]) -> None:

@@ -724,8 +724,11 @@ class LaunchChecker:
                 self._report("uninit", "load of tensor '{}' memory that nothing has written (allocated with "
                              "torch.empty)", s, elems, ~s.init[elems], linear_pid, pid, where)
             if race:
-                if self.volatile and s.writer is not None and self.order is not None and not lanes:
-                    self.order.acquire_from(s, elems, s.writer[elems])
+                if self.volatile and self.order is not None and not lanes:
+                    if s.writer is not None:
+                        self.order.acquire_from(s, elems, s.writer[elems])
+                    if s.atomic_by is not None:  # a flag published with an atomic (atomic_xchg, atomic_add)
+                        self.order.acquire_from(s, elems, s.atomic_by[elems], "atomic")
                 if s.writer is not None:
                     other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                     self._report("race", "load of tensor '{}' elements that another program stores to in the "

@@ -48,6 +48,12 @@ def test_lookback_flag_stored_before_its_value_is_a_race_on_the_value(executor):
 
 
 @pytest.mark.parametrize("executor", ENGINES)
+def test_a_flag_published_by_an_atomic_before_the_sum_it_guards_is_a_race(executor):
+    case = sanitize("chained_sum_flag_first", executor)
+    assert checks(case) == [("race", "PARTIAL", line_of("s += tl.load(PARTIAL + pid - 1)"))]
+
+
+@pytest.mark.parametrize("executor", ENGINES)
 def test_lookback_waiting_on_a_flag_nothing_set_is_a_hang_at_the_spin(executor):
     case = sanitize("lookback_waits_on_next", executor)
     (f,) = case.findings

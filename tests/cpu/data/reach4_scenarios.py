@@ -58,6 +58,35 @@ def lookback_scan(x, block=64, flag_first=False, wait_on_next=False):
 
 
 @triton.jit
+def chained_sum_kernel(X, PARTIAL, FLAGS, OUT, n, BLOCK: tl.constexpr, FLAG_FIRST: tl.constexpr):
+    """A stream-K style fix-up chain: each program waits for its predecessor's running sum, published by an
+    atomic_xchg on a flag."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    s = tl.sum(tl.load(X + offs, mask=offs < n, other=0.), 0)
+    if pid > 0:
+        while tl.load(FLAGS + pid - 1, volatile=True) == 0:
+            pass
+        s += tl.load(PARTIAL + pid - 1)
+    if FLAG_FIRST:
+        tl.atomic_xchg(FLAGS + pid, 1)  # the bug: published before the sum is stored
+        tl.store(PARTIAL + pid, s)
+    else:
+        tl.store(PARTIAL + pid, s)
+        tl.atomic_xchg(FLAGS + pid, 1)
+    if pid == tl.num_programs(0) - 1:
+        tl.store(OUT, s)
+
+
+def chained_sum(x, block=64, flag_first=False):
+    grid = triton.cdiv(x.numel(), block)
+    partial, out = torch.empty(grid), torch.empty(1)
+    chained_sum_kernel[(grid,)](x, partial, torch.zeros(grid, dtype=torch.int32), out, x.numel(), BLOCK=block,
+                                FLAG_FIRST=flag_first)
+    return out
+
+
+@triton.jit
 def radix_digit_count_kernel(KEYS, COUNTS, n, SHIFT: tl.constexpr, DIGIT_MASK: tl.constexpr,
                              DESCENDING: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
@@ -226,6 +255,8 @@ def clean() -> None:
     torch.manual_seed(0)
     x = torch.randint(-50, 50, (1000,), dtype=torch.int32)
     assert torch.equal(lookback_scan(x).long(), x.long().cumsum(0))
+    xf = torch.randn(1000)
+    torch.testing.assert_close(chained_sum(xf).double(), xf.double().sum()[None], rtol=1e-5, atol=1e-4)
     for dtype, bits in ((torch.uint8, 8), (torch.uint16, 16), (torch.uint32, 32), (torch.uint64, 64)):
         keys = torch.randint(0, 2**31 - 1, (300,), dtype=torch.int64).to(dtype)
         counts = radix_counts(keys, shift=bits - 8)
@@ -256,6 +287,10 @@ def clean() -> None:
 def lookback_flag_first() -> None:
     x = torch.randint(-50, 50, (1000,), dtype=torch.int32)
     lookback_scan(x, flag_first=True)
+
+
+def chained_sum_flag_first() -> None:
+    chained_sum(torch.randn(1000), flag_first=True)
 
 
 def lookback_waits_on_next() -> None:
