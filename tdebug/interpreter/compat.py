@@ -102,8 +102,8 @@ def _dot(original: Callable) -> Callable:
             if acc is None or not lhs.type.scalar.is_int():
                 raise
             raise DotAccumulatorType(f"tl.dot of {lhs.type.scalar} operands into an {acc.type.scalar} accumulator "
-                                     f"needs out_dtype={acc.type.scalar} (it is {out_dtype}); compiled Triton of this "
-                                     "version stops on the same check") from None
+                                     f"needs out_dtype={acc.type.scalar!r} (it is {out_dtype!r}); compiled Triton "
+                                     "of this version stops on the same check") from None
 
     return dot
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tdebug.interpreter import prescan
+from tdebug.interpreter.versions import TRITON
 from tdebug.sanitize.jobs import sanitize_job
 from tdebug.sanitize.sweep import sanitize_script
 
@@ -85,6 +86,19 @@ def test_int8_gemm_without_a_k_mask_and_fp8_quant_with_an_extra_row(executor):
     case = sanitize("fp8_extra_row", executor)
     # the extra row reads X past its end too
     assert {(c, t) for c, t, _ in checks(case)} == {("bounds", "X"), ("bounds", "Q"), ("bounds", "S")}
+
+
+@pytest.mark.parametrize("executor", ENGINES)
+def test_int8_dot_into_an_int32_accumulator_without_out_dtype(executor):
+    """Triton 3.9 runs it (exact int32); Triton 3.6's front end, compiled alike, stops on an assert: the message
+    now says what to write."""
+    case = sanitize("int8_dot_into_acc", executor)
+    if TRITON >= (3, 9):
+        assert case.status == "pass" and case.findings == []
+        return
+    (f,) = case.findings
+    assert "tl.dot of int8 operands into an int32 accumulator needs out_dtype=triton.language.int32" in f.message
+    assert f.line == line_of("acc = tl.dot(a, b, acc)  # no out_dtype")
 
 
 def test_prescan_sends_volatile_loads_to_the_serial_engine():

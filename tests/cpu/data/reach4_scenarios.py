@@ -325,5 +325,23 @@ def fp8_extra_row() -> None:
     fp8_quant(xq, "e4nv", rows=7)  # a grid of one row too many
 
 
+@triton.jit
+def int8_dot_into_acc_kernel(A, B, C, M: tl.constexpr):
+    o = tl.arange(0, M)
+    a = tl.load(A + o[:, None] * M + o[None, :])
+    b = tl.load(B + o[:, None] * M + o[None, :])
+    acc = tl.zeros((M, M), dtype=tl.int32)
+    acc = tl.dot(a, b, acc)  # no out_dtype: Triton 3.9 takes the accumulator's type, 3.6 stops on an assert
+    tl.store(C + o[:, None] * M + o[None, :], acc)
+
+
+def int8_dot_into_acc() -> None:
+    a = torch.randint(-128, 128, (16, 16), dtype=torch.int8)
+    b = torch.randint(-128, 128, (16, 16), dtype=torch.int8)
+    c = torch.empty(16, 16, dtype=torch.int32)
+    int8_dot_into_acc_kernel[(1,)](a, b, c, M=16)
+    assert torch.equal(c, a.int() @ b.int())
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()
