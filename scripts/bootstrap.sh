@@ -3,8 +3,8 @@
 # when pyproject.toml changed since the last successful install.
 #   scripts/bootstrap.sh                    .venv, Triton 3.6.0 (the oldest supported; the H100's)
 #   scripts/bootstrap.sh --triton 3.9.0     .venv-3.9.0, Triton 3.9.0 (any of 3.6.0 to 3.9.0)
-# Each: the CPU build of torch 2.13.0, the newest numpy, tdebug with its dev extra, and triton-viz
-# (the `triton-viz` extra) where it imports (Triton 3.6 and 3.7).
+# Each: the CPU build of torch 2.13.0, the newest numpy, tdebug with its dev, debug (pdb++) and viz (matplotlib)
+# extras, and triton-viz (the `triton-viz` extra) where it imports (Triton 3.6 and 3.7).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -19,8 +19,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$triton" in
-    3.6.*|3.7.*) extras="dev,triton-viz" ;;
-    3.8.*|3.9.*) extras="dev" ;;
+    3.6.*|3.7.*) extras="dev,debug,viz,triton-viz" ;;
+    3.8.*|3.9.*) extras="dev,debug,viz" ;;
     *) echo "bootstrap.sh: tdebug supports Triton 3.6.0 to 3.9.0, not $triton" >&2; exit 2 ;;
 esac
 py="${PYTHON:-python3}"

@@ -7,8 +7,8 @@
 #             no kernel of kernels/ is flagged
 #   viz       tdebug viz draws a seeded bug's heatmaps (PNG per tensor + viz.html)
 #   symbolic  tdebug sanitize --engine symbolic (triton-viz): runs, or says in one line (exit 2) it cannot
-# Writes results/versions/VERSION.log (every command's output) and results/versions/summary.md (the table
-# the README's support table is filled from). Slow: ~10-15 minutes per version on 2 cores.
+# Writes results/versions/VERSION.log (every command's output; not kept in git) and results/versions/summary.md (the table
+# the README's "Supported Triton versions" cites). Slow: ~10-15 minutes per version on 2 cores.
 #   scripts/versions_report.sh [VERSION...]     (TDEBUG_VERSIONS_OUT=DIR: write there instead;
 #                                                TDEBUG_VERSIONS_TESTS=0: every step but the test suite)
 set -uo pipefail

@@ -41,7 +41,8 @@ class Finding:
 
 
 def merge(findings: list[Finding], max_examples: int = 4) -> list[Finding]:
-    """One finding per (check, kernel, line, tensor, message): counts add up, examples are kept few."""
+    """One finding per (check, kernel, line, tensor, message): counts add up, examples are kept few; in one order
+    whichever engine ran the programs (the first program involved, in the serial engine's order, then the line)."""
     merged: dict[tuple, Finding] = {}
     for f in findings:
         k = f.key()
@@ -56,7 +57,12 @@ def merge(findings: list[Finding], max_examples: int = 4) -> list[Finding]:
         for i in f.indices:
             if i not in m.indices and len(m.indices) < max_examples:
                 m.indices.append(i)
-    return list(merged.values())
+    return sorted(merged.values(), key=_order)
+
+
+def _order(f: Finding) -> tuple:
+    first = min((tuple(p) for p in f.pids), default=())  # the serial engine runs x outermost, z innermost
+    return (first, f.file, f.line, f.check, f.kernel, f.tensor, f.message, str(f.config))
 
 
 def source_context(file: str, line: int, around: int = 1) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from ..interpreter.versions import triton_viz_problem
 from ..runtime.files import writable_folder
 from ..runtime.job import VizJob
 from ..viz import outdir
-from .common import SEED, TIMEOUT, TargetKind, classify_target, fresh_seed
+from .common import SEED, TIMEOUT, CouldNotRun, TargetKind, classify_target, fresh_seed
 
 if TYPE_CHECKING:
     from ..viz.runner import TraceResult
@@ -82,6 +83,9 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
     job = VizJob(kind=kind, target=str(Path(target).resolve()), argv=tuple(script_args), shape=shape or None,
                  dtype=dtype, layout=layout, seed=seed or 0, config=config, variant=variant,
                  pid=tuple(wanted) + (0,) * (3 - len(wanted)) if wanted else None)
+    if not _installed("matplotlib"):  # an extra: a CI image that only sanitizes need not carry it
+        raise CouldNotRun("tdebug viz draws with matplotlib, which is not installed here: "
+                          "pip install matplotlib (or tdebug's extra: pip install -e '.[viz]' in tdebug's clone)")
     folder = _out_folder(Path(out_dir))
     if serve:
         _serve(job, target, port, timeout, folder)
@@ -92,6 +96,14 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
     result = trace(job, timeout=timeout, meanwhile=warm_up)
     code = _report(result, target, folder)
     raise SystemExit(code)
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it (matplotlib's import is slow)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing; a module set to None in sys.modules
+        return False
 
 
 def _check_result(result: TraceResult, target: str) -> None:

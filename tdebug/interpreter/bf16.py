@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from .casts import raise_overflow_flag
 from .unsupported import NotRunnable
 from .versions import bind, patcher
 
@@ -72,6 +73,9 @@ def fp32_to_bf16(values: np.ndarray, toward_zero: bool = False) -> np.ndarray:
     nan = np.isnan(values)
     if nan.any():  # a quiet NaN with its sign (rounding the payload could carry it into infinity)
         out = np.where(nan, (bits >> np.uint32(16)) | np.uint32(0x0040), out)
+    if not toward_zero and values.size and ((out & np.uint32(0x7FFF)) == np.uint32(0x7F80)).any() \
+            and (np.isfinite(values) & ((out & np.uint32(0x7FFF)) == np.uint32(0x7F80))).any():
+        raise_overflow_flag()  # a finite value rounded up to infinity, as numpy's own cast would flag it
     return out.astype(np.uint16)
 
 

@@ -5,7 +5,8 @@ machine 3.1 ms per million fp16 -> fp32 lanes and 6.4 ms fp32 -> fp16, against 0
 (F16C) conversion; a kernel that loads fp16, computes in fp32 and stores fp16 spends most of its own time
 there. Both round to nearest even and agree on every non-NaN value (all 65536 fp16 patterns; every third of
 the 2^32 fp32 patterns, checked once, and every 61st with the ties and range ends in tests/cpu/test_casts.py);
-NaN payloads differ, so NaN lanes keep numpy's conversion.
+NaN payloads differ, so NaN lanes keep numpy's conversion; an fp32 -> fp16 overflow raises numpy's overflow flag
+as numpy's cast does (the sanitizer's NaN/Inf origins hang on it).
 Small arrays (under SMALL lanes) and anything else go to Triton's own cast.
 """
 
@@ -25,6 +26,16 @@ SMALL = 4096  # lanes below which numpy's cast is as quick as a round trip throu
 TORCH = {np.dtype(np.float16): torch.float16, np.dtype(np.float32): torch.float32}
 
 
+_TOO_LARGE = np.array([np.finfo(np.float32).max], np.float32)
+
+
+def raise_overflow_flag() -> None:
+    """Raise numpy's floating-point overflow flag as its own cast does, under whatever error state the caller set
+    (ignored, warned, raised, or handed to the sanitizer's NaN/Inf origins): for conversions done without numpy's
+    float arithmetic (through torch, or on bit patterns) that overflowed."""
+    _TOO_LARGE.astype(np.float16)
+
+
 def convert(data: np.ndarray, to: np.dtype) -> np.ndarray | None:
     """data (float16 or float32) as `to` (the other one), bit for bit as data.astype(to); None: not such a cast
     (or too small to gain), let numpy do it."""
@@ -41,6 +52,10 @@ def convert(data: np.ndarray, to: np.dtype) -> np.ndarray | None:
         nan = np.isnan(source)
     if nan.any():
         out[nan] = source[nan].astype(to)
+    if to == np.float16:
+        overflow = np.isinf(out) & ~np.isinf(source) & ~nan
+        if overflow.any():  # numpy's cast raises its overflow flag (a NaN/Inf origin): so does this one
+            raise_overflow_flag()
     return out
 
 

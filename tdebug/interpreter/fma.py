@@ -3,7 +3,7 @@
 Triton compiles with fp fusion on (`enable_fp_fusion=True`), and the NVPTX backend fuses every add or
 subtract of a product into one fma, whose result is rounded once; the interpreter rounds the product and
 then the sum. On an H100, a bf16 `x * y + z` differed from the interpreter's in 23% of the elements, by up
-to thousands of bf16 steps where the sum cancels (results/gpu-bf16-check-run1.md). Here every float
+to thousands of bf16 steps where the sum cancels (results/gpu-bf16-check.md, the mul_add row). Here every float
 product remembers its factors, and an add or subtract of such a product (bf16, fp16, fp32) is computed
 exactly: the product in fp64 (exact for these widths), the sum with its rounding error (TwoSum), rounded
 to odd in fp64 and then to the result's dtype, which equals one rounding of the exact value. `tl.fma`

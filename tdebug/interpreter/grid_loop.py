@@ -125,6 +125,11 @@ class BatchedLaunch:
         self.fn, self.args, self.grid, self.storages = fn, args, grid, storages
         self.batch_size = FIRST_BATCH
         self.serial_from: str | None = None  # why the rest of the launch runs serially
+        # A kernel with atomics splits a batch into runs of consecutive programs, so its atomics still apply in
+        # the serial engine's program order (a float sum's rounding, the tickets atomic_add hands out).
+        from . import prescan
+
+        self.keep_order = prescan.uses_atomics(fn)
 
     def run(self) -> None:
         order = _order(self.grid)
@@ -152,7 +157,10 @@ class BatchedLaunch:
             STATS.batches += 1
             program_axis.CURRENT = batch
             try:
-                self.fn(**self.args)
+                try:
+                    self.fn(**self.args)
+                except Exception as error:
+                    raise _engine_signal(error) or error  # noqa: B904 - the engine's own signal, unwrapped
             except (Divergent, Unported) as signal:
                 program_axis.CURRENT = None
                 memory.restore()
@@ -163,7 +171,7 @@ class BatchedLaunch:
                     todo.insert(0, part)
                 else:
                     STATS.splits += 1
-                    todo = _split(part, signal.values) + todo
+                    todo = _split(part, signal.values, self.keep_order) + todo
                 continue
             except Exception as error:
                 if not batch.predicated:
@@ -178,7 +186,7 @@ class BatchedLaunch:
                     listener.rollback(token)
                 forget_fault(error)
                 STATS.splits += 1
-                todo = _split(part, batch.trip_counts) + todo
+                todo = _split(part, batch.trip_counts, self.keep_order) + todo
                 continue
             except BaseException:
                 for listener, token in zip(LISTENERS, tokens):
@@ -201,16 +209,33 @@ class BatchedLaunch:
             self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST[0]))))
 
 
+def _engine_signal(error: BaseException) -> Divergent | Unported | None:
+    """The batched engine's signal that `error` carries: Triton's interpreter wraps what a nested @jit function
+    (tl.sum, a kernel's helper) raises in an InterpreterError, the signal as its cause."""
+    seen = 0
+    while error is not None and seen < 32:
+        if isinstance(error, (Divergent, Unported)):
+            return error
+        error, seen = error.__cause__, seen + 1
+    return None
+
+
 def _never(token: Any) -> None:
     return None
 
 
-def _split(pids: np.ndarray, values: np.ndarray) -> list[np.ndarray]:
+def _split(pids: np.ndarray, values: np.ndarray, keep_order: bool = False) -> list[np.ndarray]:
     """The programs of a batch grouped by the value they disagreed on, each group in serial order, the groups in
-    the order of their first program (values all alike: the two halves, so that a split always makes progress)."""
+    the order of their first program (values all alike: the two halves, so that a split always makes progress).
+    keep_order: groups of consecutive programs only (a run of equal values each), so that running the groups one
+    after the other runs every program's effects in the serial engine's order."""
     groups: dict[Any, list[int]] = {}
+    run, last = 0, None
     for i, v in enumerate(values.tolist()):
-        groups.setdefault(v, []).append(i)
+        if keep_order and i and v != last:
+            run += 1
+        last = v
+        groups.setdefault((run, v) if keep_order else v, []).append(i)
     if len(groups) == 1:
         half = pids.shape[1] // 2
         return [pids[:, :half], pids[:, half:]]

@@ -3,6 +3,12 @@ through the integer ops that use it; it is a finding only when it reaches an add
 conversion to floating point, or a store, while still differing from its true value (reported at the line that
 wrapped, naming the line it reached). Arithmetic that wraps and is then used modulo 2^32 (packed
 keys: `x + y - kx` in Liger's fused-MoE routing scan) is what compiled Triton computes (no `nsw`): no finding.
+What kernels wrap on purpose is no finding either (`--check overflow-all` reports it): a wrapped value that goes
+through a bitwise op (xor, and, or, a shift: hashing and random-number mixing use the bits), a wrapped product
+that reaches only a store (a multiplicative hash or an LCG step stored as an integer; as an address or a float it
+is a finding), and 8- and 16-bit arithmetic (patches.py checks it only under overflow-all). An integer tl.sum /
+tl.cumsum whose total leaves its type wraps as compiled code wraps it (Triton's interpreter raised OverflowError
+or wrapped, by engine) and is followed from there like an add that wrapped.
 
 Triton's own overflow check (its device_assert on each add/sub/mul, on with debug) tells which op wrapped; with
 STRICT (`--check overflow-all`) that assert ends the kernel as before. Otherwise the op's result is marked with
@@ -27,6 +33,8 @@ STRICT = False  # --check overflow-all: every wrapped add/sub/mul is a finding (
 
 # Integer ops whose result carries a wrapped operand's mark; the arithmetic ones that Triton checks come first.
 ARITHMETIC = ("create_add", "create_sub", "create_mul")
+# Ops that use a value's bits: a wrapped operand is used modulo 2^n from here (hashing, random numbers).
+BITWISE = ("create_shl", "create_lshr", "create_ashr", "create_and", "create_or", "create_xor")
 CARRY = ARITHMETIC + ("create_shl", "create_lshr", "create_ashr", "create_and", "create_or", "create_xor",
                       "create_sdiv", "create_udiv", "create_srem", "create_urem", "create_minsi", "create_maxsi",
                       "create_int_cast", "create_splat", "create_broadcast", "create_expand_dims", "create_reshape",
@@ -39,6 +47,7 @@ class Origin:
     file: str
     line: int
     what: str  # the overflow message of Triton's check ("int32 overflow detected for operation add")
+    product: bool = False  # a multiplication wrapped on the way (a hash or an LCG step when it is only stored)
 
 
 @dataclass
@@ -94,6 +103,8 @@ def _carry(name: str, original):
             return result
         if name == "create_int_cast" and result.dtype.int_bitwidth < 64:
             return result  # truncating a wrapped value on purpose: used modulo 2^n from here
+        if name in BITWISE and not STRICT:
+            return result  # its bits are what the kernel uses (hash mixing): modulo 2^n from here
         exact_args = [_exact_handle(a) if _is_int(a) else a for a in args]
         if name == "create_int_cast":  # (src, dst_type, is_signed): cast the true value to int64 instead
             if "dst_type" in kwargs:
@@ -106,12 +117,14 @@ def _carry(name: str, original):
         if np.array_equal(exact, wrapped):
             return result  # right again (x + y - kx)
         source = marked[0] if marked else None
+        product = any(_origin(a).product for a in marked)
         if pending is not None:
             file, line, what = pending
+            product = product or name == "create_mul"
         else:
             origin = _origin(source)
             file, line, what = origin.file, origin.line, origin.what
-        setattr(result, ATTR, Origin(exact, file, line, what))
+        setattr(result, ATTR, Origin(exact, file, line, what, product))
         return result
 
     return op
@@ -157,7 +170,7 @@ def _store(original):
                 mask = call.arguments["mask"]
                 if mask is not None:
                     wrong = wrong & np.asarray(mask.data, dtype=bool)
-                if wrong.any():
+                if wrong.any() and not (origin.product and not STRICT):  # a stored product: a hash, an LCG
                     _raise(origin, wrong, "a store (the stored value differs from the true one)")
         return original(*args, **kwargs)
 
@@ -180,6 +193,49 @@ def _to_float(original):
     return to_fp
 
 
+def wrapped_total(ret, dtype) -> np.ndarray | None:
+    """An integer reduction's or scan's result `ret` (numpy widens int32 sums to int64) as int64 true values when
+    some leave `dtype`'s range (None otherwise: nothing wrapped, or not an integer of under 64 bits)."""
+    if not (hasattr(dtype, "is_int") and dtype.is_int()) or dtype.int_bitwidth >= 64 or dtype.int_bitwidth < 8:
+        return None
+    exact = np.asarray(ret)
+    if exact.dtype.kind not in "iu" or exact.dtype.itemsize * 8 <= dtype.int_bitwidth or exact.size == 0:
+        return None
+    low, high = (0, (1 << dtype.int_bitwidth) - 1) if dtype.is_int_unsigned() else \
+        (-(1 << (dtype.int_bitwidth - 1)), (1 << (dtype.int_bitwidth - 1)) - 1)
+    if exact.min() >= low and exact.max() <= high:
+        return None
+    return exact.astype(np.int64)
+
+
+def _reduced(original):
+    """ReduceScanOpInterface.to_tensor: an integer sum or scan that left its type wraps as compiled code wraps it;
+    a signed one is marked with its true value (a finding where it reaches an address, a float or a store)."""
+
+    def to_tensor(self, ret, dtype):
+        exact = wrapped_total(ret, dtype)
+        if exact is None:
+            return original(self, ret, dtype)
+        from triton.runtime.interpreter import _get_np_dtype
+
+        wrapped = exact.astype(_get_np_dtype(dtype))  # two's complement, as the GPU's adds give it
+        out = original(self, wrapped if np.ndim(ret) else wrapped[()], dtype)
+        if dtype.is_int_unsigned():
+            return out  # unsigned arithmetic wraps by definition
+        frame = user_frame()
+        what = f"int{dtype.int_bitwidth} overflow in a reduction or scan (tl.sum, tl.cumsum)"
+        origin = Origin(exact.reshape(np.shape(out.handle.data)), frame.f_code.co_filename if frame else "",
+                        frame.f_lineno if frame else 0, what)
+        if STRICT:
+            wrong = origin.exact != np.asarray(out.handle.data).astype(np.int64)
+            _raise(origin, wrong, "its result")
+        setattr(out.handle, ATTR, origin)
+        STATE.live = True
+        return out
+
+    return to_tensor
+
+
 def install() -> None:
     """Wrap the integer ops that carry a mark and the two places a mark is a finding."""
     from triton.runtime import interpreter
@@ -190,5 +246,6 @@ def install() -> None:
             patch(builder, name, lambda original, name=name: _carry(name, original))
     patch(builder, "create_addptr", _addptr)
     patch(builder, "create_masked_store", _store)
+    patch(interpreter.ReduceScanOpInterface, "to_tensor", _reduced)
     for name in ("create_si_to_fp", "create_ui_to_fp"):
         patch(builder, name, _to_float)

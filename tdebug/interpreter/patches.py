@@ -124,10 +124,12 @@ def _enable_device_assert() -> None:
 def _signed_overflow_only(original):
     """Triton's overflow check asserts on unsigned operands too (naming them int32): unsigned arithmetic
     wraps by definition, and kernels rely on it (Liger's MoE scan adds packed uint32 keys), so only
-    signed operands are checked."""
+    signed operands are checked; and 8- and 16-bit arithmetic, which kernels wrap on purpose (bytes, pixels,
+    packed fields), only under --check overflow-all."""
 
     def binary_op_sanitize_overflow_impl(*args, **kwargs):
-        if bind(original, args, kwargs).arguments["lhs"].type.scalar.is_int_unsigned():
+        scalar = bind(original, args, kwargs).arguments["lhs"].type.scalar
+        if scalar.is_int_unsigned() or (scalar.int_bitwidth < 32 and not overflow.STRICT):
             return None
         return original(*args, **kwargs)
 

@@ -3,9 +3,9 @@
 Read from the code objects' names (no source needed): spin locks (atomic_cas, atomic_xchg), printing
 (device_print; static_print and print run once per program under the interpreter), breakpoints, block
 pointers and tensor descriptors, inline asm, volatile loads (a flag one program publishes and later ones
-spin on: decoupled look-back; read from the keyword names a call passes). The batched engine would meet most
-of these at run time too (program_axis.Unported) and hand the rest of the launch to the serial engine; seeing
-them first saves the batch it would undo.
+spin on: decoupled look-back; read from the keyword names a call passes, as the pseudo-name `volatile=`). The
+batched engine would meet most of these at run time too (program_axis.Unported) and hand the rest of the launch
+to the serial engine; seeing them first saves the batch it would undo.
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ SERIAL_NAMES = {
     "advance": "block pointers",
     "make_tensor_descriptor": "tensor descriptors",
     "inline_asm_elementwise": "inline asm",
+    "volatile=": "a volatile load (a flag between programs: decoupled look-back)",
 }
+VOLATILE = SERIAL_NAMES["volatile="]
 
-VOLATILE = "a volatile load (a flag between programs: decoupled look-back)"
+# Atomics whose order between programs shows in memory (float sums, tickets): the batched engine keeps the
+# serial engine's program order for them when it splits a batch.
+ATOMIC_NAMES = frozenset({"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+                          "atomic_xchg", "atomic_cas"})
 
-_CACHE: dict[types.CodeType, str | None] = {}
+_CACHE: dict[types.CodeType, frozenset[str]] = {}
 
 
 def _code(fn) -> types.CodeType | None:
@@ -35,40 +40,25 @@ def _code(fn) -> types.CodeType | None:
     return getattr(fn, "__code__", None)
 
 
-def serial_only(fn) -> str | None:
-    """Why this kernel must run on the serial engine, or None."""
+def names_used(fn) -> frozenset[str]:
+    """Every global or attribute name the kernel's code, and the code of each @jit function it calls, reads."""
     code = _code(fn)
     if code is None:
-        return None
+        return frozenset()
     if code not in _CACHE:
-        _CACHE[code] = _scan(fn, code, set())
+        _CACHE[code] = frozenset(_scan(fn, code, set()))
     return _CACHE[code]
 
 
-def _scan(fn, code: types.CodeType, seen: set) -> str | None:
-    if code in seen:
-        return None
-    seen.add(code)
-    names = set(code.co_names)
-    for const in code.co_consts:  # nested functions, comprehensions
-        if isinstance(const, types.CodeType):
-            names |= set(const.co_names)
-            if _volatile(const):
-                return VOLATILE
-    if _volatile(code):
-        return VOLATILE
-    for name in names:
-        if name in SERIAL_NAMES:
-            return SERIAL_NAMES[name]
-    scope = getattr(getattr(fn, "fn", fn), "__globals__", {})
-    for name in names:
-        callee = scope.get(name)
-        inner = _code(callee) if callee is not None and hasattr(callee, "fn") else None
-        if inner is not None:
-            why = _scan(callee, inner, seen)
-            if why is not None:
-                return why
-    return None
+def serial_only(fn) -> str | None:
+    """Why this kernel must run on the serial engine, or None."""
+    names = names_used(fn)
+    return next((SERIAL_NAMES[n] for n in sorted(names) if n in SERIAL_NAMES), None)
+
+
+def uses_volatile(fn) -> bool:
+    """Whether the kernel, or a @jit function it calls, passes `volatile=` to a load."""
+    return "volatile=" in names_used(fn)
 
 
 def _volatile(code: types.CodeType) -> bool:
@@ -76,17 +66,26 @@ def _volatile(code: types.CodeType) -> bool:
     return any(isinstance(c, tuple) and "volatile" in c for c in code.co_consts)
 
 
-def uses_volatile(fn) -> bool:
-    """Whether the kernel, or a @jit function it calls, passes `volatile=` to a load."""
-    return serial_only(fn) == VOLATILE or _any_volatile(fn, set())
+def uses_atomics(fn) -> bool:
+    return not ATOMIC_NAMES.isdisjoint(names_used(fn))
 
 
-def _any_volatile(fn, seen: set) -> bool:
-    code = _code(fn)
-    if code is None or code in seen:
-        return False
+def _scan(fn, code: types.CodeType, seen: set) -> set[str]:
+    if code in seen:
+        return set()
     seen.add(code)
-    if _volatile(code) or any(isinstance(c, types.CodeType) and _volatile(c) for c in code.co_consts):
-        return True
+    names = set(code.co_names)
+    if _volatile(code):
+        names.add("volatile=")
+    for const in code.co_consts:  # nested functions, comprehensions
+        if isinstance(const, types.CodeType):
+            names |= set(const.co_names)
+            if _volatile(const):
+                names.add("volatile=")
     scope = getattr(getattr(fn, "fn", fn), "__globals__", {})
-    return any(_any_volatile(scope[n], seen) for n in code.co_names if hasattr(scope.get(n), "fn"))
+    for name in list(names):
+        callee = scope.get(name)
+        inner = _code(callee) if callee is not None and hasattr(callee, "fn") else None
+        if inner is not None:
+            names |= _scan(callee, inner, seen)
+    return names

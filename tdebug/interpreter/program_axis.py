@@ -548,6 +548,10 @@ def _to_tensor(original):
         import triton.language as tl
         from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 
+        from .overflow import wrapped_total
+
+        if wrapped_total(ret, dtype) is not None and not dtype.is_int_unsigned():
+            raise Unported("an integer reduction that wraps (its true values are followed per program)")
         data = ret.astype(_get_np_dtype(dtype))
         if data.ndim == 1:
             return tl.core.tensor(mark(TensorHandle(data.reshape(-1, 1), dtype.scalar)), dtype)

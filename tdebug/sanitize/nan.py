@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import memory_events, program_axis
+from ..interpreter import bf16, memory_events, program_axis
 from ..interpreter.frames import current_pid, user_frame
 from ..interpreter.versions import patcher
 from ..report import Finding
@@ -89,8 +89,20 @@ class _Reached:
     ranked: list = field(default_factory=list, repr=False)  # (program, its lane number, text) behind `lanes`
 
 
+def _floats(h) -> np.ndarray | None:
+    """A handle's values as floats: its data when numpy holds them as floats, bf16/fp8 bit patterns decoded (the
+    interpreter keeps those as integers); None for anything else."""
+    data = getattr(h, "data", None)
+    if not isinstance(data, np.ndarray):
+        return None
+    if data.dtype.kind == "f":
+        return data
+    dtype = getattr(h, "dtype", None)
+    return bf16.decode(data, bf16.name_of(dtype)) if dtype is not None and bf16.exact(dtype) else None
+
+
 def _float_handles(values) -> list:
-    return [v for v in values if hasattr(v, "data") and isinstance(v.data, np.ndarray) and v.data.dtype.kind == "f"]
+    return [v for v in values if _floats(v) is not None]
 
 
 def _broadcasts_to(shape: tuple[int, ...], out: tuple[int, ...]) -> bool:
@@ -166,7 +178,7 @@ class NanTracker:
         operands = _float_handles(args)
         tainted = [a for a in operands if getattr(a, TAINT, None) is not None]
         for o in _float_handles(outs):
-            bad = ~np.isfinite(o.data)
+            bad = ~np.isfinite(_floats(o))
             if not bad.any():
                 continue
             if name in SHAPE_OPS:
@@ -181,7 +193,7 @@ class NanTracker:
         from triton.runtime.interpreter import TensorHandle
 
         def ids(a):
-            if not (hasattr(a, "data") and isinstance(a.data, np.ndarray) and a.data.dtype.kind == "f"):
+            if _floats(a) is None:
                 return a
             t = getattr(a, TAINT, None)
             return TensorHandle(t if t is not None else np.full(a.data.shape, -1, np.int32), int32)
@@ -212,18 +224,17 @@ class NanTracker:
         for a in reversed(operands):
             taint = getattr(a, TAINT, None)
             if name not in WHOLE_OPS and _broadcasts_to(a.data.shape, shape):
-                new &= np.broadcast_to(np.isfinite(a.data), shape)
+                new &= np.broadcast_to(np.isfinite(_floats(a)), shape)
                 if taint is not None:
                     t = np.broadcast_to(taint, shape)
                     lane = np.where(t >= 0, t, lane)
             else:
                 whole.append(a)
-                if not np.isfinite(a.data).all():
-                    new[:] = False
+                new &= _finite_per_program(a, shape, batched)
         if whole:
-            first = self._first_id([a for a in whole if getattr(a, TAINT, None) is not None])
-            if first >= 0:
-                lane = np.where(lane >= 0, lane, first)
+            first = _first_ids_per_program([a for a in whole if getattr(a, TAINT, None) is not None], shape,
+                                           batched)
+            lane = np.where(lane >= 0, lane, first)
         if new.any() and len(self.origins) < MAX_ORIGINS:
             if batched:
                 self._record_per_program(name, operands, out, new, lane)
@@ -255,14 +266,14 @@ class NanTracker:
 
     def _record(self, name: str, operands: list, out, new: np.ndarray) -> int:
         frame = user_frame()
-        data = out.data
+        data = _floats(out)
         kind = _kind(data[new])
-        dtype = data.dtype.name
+        dtype = bf16.name_of(out.dtype) if bf16.exact(out.dtype) else data.dtype.name
         what = f"{_op_words(name)} in {dtype}"
         lanes = []
         for index in np.argwhere(new)[:MAX_EXAMPLES]:
             idx = tuple(int(i) for i in index)
-            args = [_value_text(np.broadcast_to(a.data, data.shape)[idx]) for a in operands
+            args = [_value_text(np.broadcast_to(_floats(a), data.shape)[idx]) for a in operands
                     if name not in WHOLE_OPS and _broadcasts_to(a.data.shape, data.shape)]
             symbol = SYMBOLS.get(name)
             if symbol and len(args) == 2:
@@ -282,7 +293,9 @@ class NanTracker:
         taint = getattr(value, TAINT, None)
         if taint is None or not self.enabled:
             return
-        data = value.data
+        data = _floats(value)
+        if data is None:
+            return
         shape = data.shape
         active = np.ones(shape, bool) if mask is None else np.broadcast_to(np.asarray(mask.data, bool), shape)
         reached = (np.broadcast_to(taint, shape) >= 0) & active & ~np.isfinite(data)
@@ -331,6 +344,35 @@ class NanTracker:
             patch(reduce_scan, "apply", lambda original: _watched_reduction(tracker, original))
         memory_events.listen("nan", self, ("create_masked_store", "create_atomic_rmw"))
         patch(interpreter.GridExecutor, "__call__", lambda original: _flagged_launch(tracker, original))
+
+
+def _per_program(a, shape: tuple[int, ...], batched: bool) -> bool:
+    """Does operand `a` of a batched op hold a row per program of the op's result `shape`?"""
+    return batched and program_axis.is_batched(a) and len(shape) > 0 and a.data.shape[:1] == shape[:1]
+
+
+def _finite_per_program(a, shape: tuple[int, ...], batched: bool):
+    """Is a whole-operand op's operand `a` all finite: per program in a batch (the serial engine sees one program's
+    operand at a time), else as a whole; broadcastable to `shape`."""
+    if _per_program(a, shape, batched):
+        rows = np.isfinite(_floats(a)).reshape(shape[0], -1).all(axis=1)
+        return rows.reshape((shape[0],) + (1,) * (len(shape) - 1))
+    return bool(np.isfinite(_floats(a)).all())
+
+
+def _first_ids_per_program(handles: list, shape: tuple[int, ...], batched: bool):
+    """The first origin id among whole operands' lanes (-1: none): per program in a batch, so a reduction never
+    hands one program's NaN/Inf the origin of another's; broadcastable to `shape`."""
+    none = np.iinfo(np.int32).max
+    first = np.full((shape[0],) + (1,) * (len(shape) - 1), none, np.int64) if batched and len(shape) else none
+    for h in handles:
+        t = getattr(h, TAINT)
+        if _per_program(h, shape, batched):
+            rows = np.where(t >= 0, t, none).reshape(shape[0], -1).min(axis=1)
+            first = np.minimum(first, rows.reshape((shape[0],) + (1,) * (len(shape) - 1)))
+        elif (t >= 0).any():
+            first = np.minimum(first, int(t[t >= 0].min()))
+    return np.where(first == none, -1, first).astype(np.int32)
 
 
 def _same_axis(ids, handle):

@@ -16,6 +16,7 @@ import sys
 os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
+from engine_compare import _bits, _records, _same, run_scenario  # noqa: E402
 
 from tdebug.catalogue.cases import plan_cases  # noqa: E402
 from tdebug.catalogue.poison import poisoned_empty  # noqa: E402
@@ -23,32 +24,6 @@ from tdebug.catalogue.spec import load_target  # noqa: E402
 from tdebug.interpreter import batch_memory, grid_loop, patches, stores  # noqa: E402
 from tdebug.runtime.worker import judged_spec  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
-
-
-def _bits(x):
-    if isinstance(x, torch.Tensor):
-        t = x.detach().reshape(-1).clone()
-        return t.view(torch.uint8) if t.numel() else t
-    if isinstance(x, (list, tuple)):
-        return [_bits(v) for v in x]
-    return x
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def _records():
-    out = []
-    for launch in stores.RECORDER.launches:
-        for r in launch.records:
-            out.append((launch.index, launch.kernel, r.pid, r.line, r.offsets.tolist(), r.lanes.tolist(), r.hit))
-        out.append(("scalars", launch.index, sorted((k, sorted(v.items())) for k, v in launch.scalars.items())))
-    return sorted(out, key=repr)
 
 
 def run(spec, case, session, executor: str):
@@ -68,22 +43,6 @@ def run(spec, case, session, executor: str):
     findings = sorted(json.dumps(f.to_dict(), sort_keys=True, default=str) for f in session.end_case())
     return {"out": _bits(out), "inputs": _bits(list(inputs)), "findings": findings, "error": error,
             "records": _records()}
-
-
-def run_scenario(fn, seed: int, session, executor: str):
-    os.environ["TDEBUG_EXECUTOR"] = executor
-    stores.RECORDER.clear()
-    before = grid_loop.STATS.launches_batched
-    session.begin_case()
-    error, out = "", None
-    try:
-        with poisoned_empty():
-            out = fn(seed)
-    except Exception as e:  # noqa: BLE001 - a kernel's exception is part of what both engines must agree on
-        error = f"{type(e).__name__}: {e}"
-    findings = sorted(json.dumps(f.to_dict(), sort_keys=True, default=str) for f in session.end_case())
-    return {"out": _bits(out), "findings": findings, "error": error, "records": _records(),
-            "batched": grid_loop.STATS.launches_batched - before}
 
 
 def scenarios(path, names: list[str], session) -> int:
