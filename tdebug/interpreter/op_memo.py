@@ -419,6 +419,7 @@ def _memoised(member, semantic):
         parts: list = [member]
         scalars: list = []  # where the Python int/float operands of an operator sit in parts
         values: list = []  # and their values
+        counted = False  # a loop's counter among the operands (loop_counters.py): called with the int it is
         try:
             for value in args:
                 if type(value) is tensor_class and type(value.handle) is handle_class and \
@@ -432,8 +433,9 @@ def _memoised(member, semantic):
                     ty = value.type
                     parts.append((slot, ty.__class__, ty.name))
                 else:
-                    if type(value) is _COUNTER:  # a loop's counter (loop_counters.py): the int it is
+                    if type(value) is _COUNTER:
                         value = int(value)
+                        counted = True
                     if operator and (type(value) is int or type(value) is float):
                         scalars.append(len(parts))
                         values.append(value)
@@ -443,6 +445,8 @@ def _memoised(member, semantic):
                 _encode(value, parts, ops)
         except _Uncacheable:
             return member(*args, _semantic=semantic, **kwargs)
+        if counted:  # what the trace records holds the int, so that a family can replace it
+            args = tuple(int(a) if type(a) is _COUNTER else a for a in args)
         key = tuple(parts)
         trace = traces.get(key)
         if trace is not None and MEMO.options is semantic.builder.options:
