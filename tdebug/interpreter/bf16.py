@@ -27,7 +27,14 @@ from .versions import bind, patcher
 patch = patcher("bf16")
 
 BF16 = "bf16"
-FP8 = {"fp8e4nv": (torch.float8_e4m3fn, 448.0), "fp8e5": (torch.float8_e5m2, 57344.0)}
+# fp8 types converted through torch's exact conversions (round to nearest even), saturating at the largest finite
+# value: NVIDIA's e4m3 / e5m2 and AMD's e4m3fnuz / e5m2fnuz (one NaN code 0x80, no infinities, no -0).
+FP8 = {"fp8e4nv": (torch.float8_e4m3fn, 448.0), "fp8e5": (torch.float8_e5m2, 57344.0),
+       "fp8e4b8": (torch.float8_e4m3fnuz, 240.0), "fp8e5b16": (torch.float8_e5m2fnuz, 57344.0)}
+# fp8e4b15 (e4m3, exponent bias 15, no NaN nor infinity: the top exponent is a normal one) has no torch dtype: its
+# 128 magnitudes, in code order.
+E4B15 = "fp8e4b15"
+_E4B15 = np.array([(m if e == 0 else 8 + m) * 2.0 ** (max(e, 1) - 18) for e in range(16) for m in range(8)])
 
 # Builder ops whose bf16 operands are widened to fp32 and whose result is rounded back to bf16.
 ARITHMETIC = ("create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_precise_divf",
@@ -48,7 +55,7 @@ def name_of(dtype) -> str:
 def exact(dtype) -> bool:
     """bf16 or an fp8 type this module converts exactly."""
     name = name_of(dtype)
-    return name == BF16 or name in FP8
+    return name == BF16 or name in FP8 or name == E4B15
 
 
 def bf16_to_fp32(bits: np.ndarray) -> np.ndarray:
@@ -89,6 +96,10 @@ def decode(data: np.ndarray, dtype_name: str) -> np.ndarray:
     if dtype_name == BF16:
         return bf16_to_fp32(data)
     data = np.ascontiguousarray(data)
+    if dtype_name == E4B15:
+        codes = data.view(np.uint8)
+        magnitude = _E4B15[codes & np.uint8(0x7F)].astype(np.float32)
+        return np.where(codes & np.uint8(0x80), -magnitude, magnitude)
     bits = torch.from_numpy(data.view(np.uint8).reshape(-1))
     return bits.view(FP8[dtype_name][0]).to(torch.float32).numpy().reshape(data.shape)
 
@@ -102,10 +113,26 @@ def encode(values: np.ndarray, dtype_name: str, toward_zero: bool = False) -> np
         return fp32_to_bf16(values, toward_zero)
     if toward_zero:
         raise NotRunnable(f"a round-toward-zero cast to {dtype_name}")
+    if dtype_name == E4B15:
+        return _encode_e4b15(values)
     torch_dtype, largest = FP8[dtype_name]
     values = np.where(np.isnan(values), values, np.clip(values, -largest, largest)).astype(np.float32)
     flat = torch.from_numpy(np.ascontiguousarray(values).reshape(-1))
     return flat.to(torch_dtype).view(torch.uint8).numpy().reshape(values.shape)
+
+
+def _encode_e4b15(values: np.ndarray) -> np.ndarray:
+    """fp8e4b15 codes of float values: to nearest, ties to the even code, saturating at 1.875 (NaN too, as the
+    GPU's conversion clamps the magnitude's bits)."""
+    values = np.asarray(values, dtype=np.float64)
+    magnitude = np.abs(values)
+    magnitude = np.where(np.isnan(magnitude), _E4B15[-1], np.minimum(magnitude, _E4B15[-1]))
+    upper = np.clip(np.searchsorted(_E4B15, magnitude), 1, 127)  # the first code at or above
+    lower = upper - 1
+    below, above = magnitude - _E4B15[lower], _E4B15[upper] - magnitude
+    code = np.where((below < above) | ((below == above) & (lower % 2 == 0)), lower, upper).astype(np.uint8)
+    negative = np.signbit(values) & ~np.isnan(values)
+    return np.where(negative, code | np.uint8(0x80), code).astype(np.uint8)
 
 
 def install() -> None:

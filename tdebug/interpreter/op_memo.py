@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from .loop_counters import LoopCounter as _COUNTER
 from .versions import patcher
 
 patch = patcher("op_memo")
@@ -427,6 +428,7 @@ def _memoised(member, semantic):
         parts: list = [member]
         scalars: list = []  # where the Python int/float operands of an operator sit in parts
         values: list = []  # and their values
+        counted = False  # a loop's counter among the operands (loop_counters.py): called with the int it is
         try:
             for value in args:
                 if type(value) is tensor_class and type(value.handle) is handle_class and \
@@ -440,6 +442,9 @@ def _memoised(member, semantic):
                     ty = value.type
                     parts.append((slot, ty.__class__, ty.name))
                 else:
+                    if type(value) is _COUNTER:
+                        value = int(value)
+                        counted = True
                     if operator and (type(value) is int or type(value) is float):
                         scalars.append(len(parts))
                         values.append(value)
@@ -449,6 +454,8 @@ def _memoised(member, semantic):
                 _encode(value, parts, ops)
         except _Uncacheable:
             return member(*args, _semantic=semantic, **kwargs)
+        if counted:  # what the trace records holds the int, so that a family can replace it
+            args = tuple(int(a) if type(a) is _COUNTER else a for a in args)
         key = tuple(parts)
         trace = traces.get(key)
         if trace is not None and MEMO.options is semantic.builder.options:

@@ -35,6 +35,7 @@ from . import (
     device_tables,
     lean,
     lean_ops,
+    loop_counters,
     overflow,
     predicated_loops,
     recursion,
@@ -266,7 +267,20 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import batch_memory, bf16, casts, fma, grid, grid_loop, libdevice, memory_guard, op_memo, provenance, scalars
+    from . import (
+        batch_memory,
+        bf16,
+        casts,
+        compat,
+        fma,
+        grid,
+        grid_loop,
+        libdevice,
+        memory_guard,
+        op_memo,
+        provenance,
+        scalars,
+    )
 
     grid_loop.install()
     memory_guard.install()
@@ -276,7 +290,7 @@ def install(exact_values: bool = True) -> None:
     pin_autotune()
     _record_launches()
     device_tables.install()  # pointer tables of device addresses, on a GPU: to the launch's host copies
-    for module in (scalars, grid, libdevice, casts) + ((bf16, fma) if exact_values else ()):
+    for module in (scalars, compat, grid, libdevice, casts) + ((bf16, fma) if exact_values else ()):
         module.install()
     aliases.install()
     lean.install()
@@ -288,6 +302,7 @@ def install(exact_values: bool = True) -> None:
     boolops.install()
     if exact_values:
         predicated_loops.install()
+        loop_counters.install()
     constexprs.install()
     overflow.install()
     recursion.install()

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import program_axis
+from .loop_counters import LoopCounter
 from .program_axis import MARK, SIDE_ARRAY_NONE, Divergent, _side_arrays, mark
 from .versions import bind, patcher
 
@@ -270,7 +271,7 @@ def _iterate(batch, start: int, trips: np.ndarray, step: int, key: tuple, before
     # checked; tdebug's store records name programs by their integer locals): each program's own last value,
     # its value from before the loop where it made no iteration (none: not bound).
     last = start + (trips - 1) * step
-    held = type(before) is int
+    held = type(before) is int or type(before) is LoopCounter
     batch.loop_scalars[key] = program_axis.LoopValues(np.where(trips > 0, last, before if held else 0),
                                                       bound=(trips > 0) | held)
 
@@ -493,10 +494,18 @@ def _merge(state: _Iteration, old: Any, new: Any, name: str) -> Any:
             merged = copy.copy(new)
             merged.handle = handle
             return merged
-    elif type(new) is type(old) and type(new) in (int, float, bool) and (new == old):
+    elif _kind(new) is not None and _kind(new) == _kind(old) and (new == old):
         return new
     _give_up(state.batch, f"`{name}` cannot be carried per program")
     return new
+
+
+def _kind(value: Any) -> type | None:
+    """A Python scalar's kind for merging (a loop counter is an int), None for anything else."""
+    kind = type(value)
+    if kind is LoopCounter:
+        return int
+    return kind if kind in (int, float, bool) else None
 
 
 def _extras(handle) -> dict:

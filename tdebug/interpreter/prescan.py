@@ -2,9 +2,10 @@
 
 Read from the code objects' names (no source needed): spin locks (atomic_cas, atomic_xchg), printing
 (device_print; static_print and print run once per program under the interpreter), breakpoints, block
-pointers and tensor descriptors, inline asm. The batched engine would meet most of these at run time too
-(program_axis.Unported) and hand the rest of the launch to the serial engine; seeing them first saves the
-batch it would undo.
+pointers and tensor descriptors, inline asm, volatile loads (a flag one program publishes and later ones
+spin on: decoupled look-back; read from the keyword names a call passes, as the pseudo-name `volatile=`). The
+batched engine would meet most of these at run time too (program_axis.Unported) and hand the rest of the launch
+to the serial engine; seeing them first saves the batch it would undo.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ SERIAL_NAMES = {
     "advance": "block pointers",
     "make_tensor_descriptor": "tensor descriptors",
     "inline_asm_elementwise": "inline asm",
+    "volatile=": "a volatile load (a flag between programs: decoupled look-back)",
 }
+VOLATILE = SERIAL_NAMES["volatile="]
 
 _CACHE: dict[types.CodeType, frozenset[str]] = {}
 
@@ -48,14 +51,28 @@ def serial_only(fn) -> str | None:
     return next((SERIAL_NAMES[n] for n in sorted(names) if n in SERIAL_NAMES), None)
 
 
+def uses_volatile(fn) -> bool:
+    """Whether the kernel, or a @jit function it calls, passes `volatile=` to a load."""
+    return "volatile=" in names_used(fn)
+
+
+def _volatile(code: types.CodeType) -> bool:
+    """A call in code passes `volatile=` (Python 3.11+ keeps a call's keyword names as a constant tuple)."""
+    return any(isinstance(c, tuple) and "volatile" in c for c in code.co_consts)
+
+
 def _scan(fn, code: types.CodeType, seen: set) -> set[str]:
     if code in seen:
         return set()
     seen.add(code)
     names = set(code.co_names)
+    if _volatile(code):
+        names.add("volatile=")
     for const in code.co_consts:  # nested functions, comprehensions
         if isinstance(const, types.CodeType):
             names |= set(const.co_names)
+            if _volatile(const):
+                names.add("volatile=")
     scope = getattr(getattr(fn, "fn", fn), "__globals__", {})
     for name in list(names):
         callee = scope.get(name)

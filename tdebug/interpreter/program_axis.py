@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import provenance
+from . import compat, provenance
 from .frames import EngineSignal
 from .versions import patcher
 
@@ -449,6 +449,7 @@ def _shape_op(name: str):
             if name == "create_gather":
                 src, indices, axis = args
                 src, indices = _both_batched((src, indices), P)
+                compat.check_gather(src.data, indices.data, axis + 1)
                 return mark(TensorHandle(np.take_along_axis(src.data, indices.data, axis=axis + 1), src.dtype.scalar))
             if name in ("create_join", "create_split"):  # last axis: the program axis stays in front
                 return mark(original(*_aligned(list(args))))

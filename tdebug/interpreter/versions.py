@@ -113,6 +113,7 @@ OWNERS: dict[str, Callable[[], Any]] = {
     "triton": _triton,
     "TritonSemantic": lambda: importlib.import_module("triton.language.semantic").TritonSemantic,
     "tensor": lambda: importlib.import_module("triton.language.core").tensor,
+    "tuple": lambda: importlib.import_module("triton.language.core").tuple,
     # libdevice: the backend-independent stub and the backends' own modules (their functions are replaced).
     "triton.language.extra.libdevice": lambda: importlib.import_module("triton.language.extra.libdevice"),
     "triton.language.extra.cuda.libdevice": lambda: importlib.import_module("triton.language.extra.cuda.libdevice"),
@@ -189,6 +190,13 @@ _TABLE = [
     Internal("TritonSemantic", "broadcast_impl_value", ("self", "lhs", "rhs")),
     Internal("TritonSemantic", "binary_op_type_checking_impl", ("self", "lhs", "rhs", "allow_lhs_ptr", "allow_rhs_ptr",
                                                                 "arithmetic_check", "div_or_mod")),
+    # Issue 48: Triton 3.6's tl.tuple answers getattr of a name it lacks with ValueError (3.9: AttributeError),
+    # which breaks getattr(x, name, default) on a tuple of shapes; all-ones of an unsigned type built as -1;
+    # a dot whose accumulator type out_dtype does not give fails on a bare assert.
+    Internal("tuple", "__getattr__", ("self", "name")),
+    Internal("InterpreterBuilder", "get_all_ones_value", ("type",)),
+    Internal("TritonSemantic", "dot", ("self", "lhs", "rhs", "acc")),
+    Internal("InterpreterBuilder", "create_gather", ("src", "indices", "axis")),
     Internal("TritonSemantic", "computation_type_impl", ("self", "a_ty", "a_is_scalar", "b_ty", "b_is_scalar",
                                                          "div_or_mod")),
 ]
@@ -247,6 +255,7 @@ LAYERS: tuple[str, ...] = (
     "launch_record",  # every launch recorded (patches.py)
     "device_tables",  # pointer tables of device addresses, on a GPU
     "scalars",
+    "compat",  # small differences from compiled Triton (compat.py)
     "grid",
     "libdevice",
     "casts",  # fp16 <-> fp32 through torch (cast_impl: no other layer)
@@ -260,6 +269,7 @@ LAYERS: tuple[str, ...] = (
     "block_pointers",
     "boolops",
     "predicated_loops",  # rewrites the tree boolops rewrote
+    "loop_counters",  # wraps the loops predicated_loops left (loop_counters.py)
     "constexprs",
     "overflow",
     "recursion",

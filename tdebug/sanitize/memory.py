@@ -315,6 +315,7 @@ class LaunchChecker:
         self._programs: np.ndarray | None = None  # the batched access's programs, one per row of its lanes
         self._made: set[tuple[int, str]] = set()  # tables made in this batch (undone by dropping them)
         self.one_program = False  # a launch of one program: no other program to race with
+        self.volatile = False  # the access being checked is a volatile load (a flag: locks.LockOrder.acquire_from)
         # The integer type of the program tables (writer, reader, atomic_by): int16 where every program id fits,
         # those of programs one block past the grid too (tdebug's probes for unwritten elements): half the bytes
         # of a table as big as its tensor to fill, page in and read.
@@ -723,6 +724,11 @@ class LaunchChecker:
                 self._report("uninit", "load of tensor '{}' memory that nothing has written (allocated with "
                              "torch.empty)", s, elems, ~s.init[elems], linear_pid, pid, where)
             if race:
+                if self.volatile and self.order is not None and not lanes:
+                    if s.writer is not None:
+                        self.order.acquire_from(s, elems, s.writer[elems])
+                    if s.atomic_by is not None:  # a flag published with an atomic (atomic_xchg, atomic_add)
+                        self.order.acquire_from(s, elems, s.atomic_by[elems], "atomic")
                 if s.writer is not None:
                     other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
                     self._report("race", "load of tensor '{}' elements that another program stores to in the "
@@ -962,6 +968,18 @@ class LaunchChecker:
     def _stamp(self, s: Shadow, role: str, elems: np.ndarray) -> None:
         if self.order is not None:
             self.order.stamp(s, role, elems)
+
+    def describe(self, addrs: np.ndarray) -> str:
+        """'name'[index] of the first of these byte addresses that lies in a tensor argument (for messages)."""
+        flat = np.asarray(addrs).reshape(-1)
+        for s in self.shadows:
+            inside = flat[(flat >= s.ptr) & (flat < s.ptr + s.nbytes)]
+            if inside.size:
+                view = s.view_of((int(inside[0]) - s.ptr) // s.elsize)
+                element = (int(inside[0]) - s.ptr) // s.elsize - view.tensor.storage_offset()
+                more = f" (and {inside.size - 1} more)" if inside.size > 1 else ""
+                return f"'{view.name}' element {element}{more}"
+        return "memory outside the launch's tensors"
 
     def findings(self) -> list[Finding]:
         return [i.finding() for i in self.issues.values()]

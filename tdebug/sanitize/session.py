@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import batch_memory, grid_loop, memory_events, program_axis, provenance
+from ..interpreter import batch_memory, grid_loop, memory_events, prescan, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patcher
@@ -136,7 +136,10 @@ class SanitizerSession:
         """Check a memory op's lanes; those the checker refuses (reported) lose their mask and never run."""
         from triton.runtime.interpreter import TensorHandle
 
-        safe = self._check(access.kind, access.ptrs, access.mask, access.unmasked)
+        volatile = access.kind == "load" and bool(access.call.arguments.get("is_volatile"))
+        if volatile and program_axis.lane_programs() is not None:
+            raise program_axis.Unported("a volatile load (a flag between programs)")
+        safe = self._check(access.kind, access.ptrs, access.mask, access.unmasked, volatile)
         if safe is None:
             return
         if access.op == "create_atomic_cas":
@@ -199,6 +202,8 @@ class SanitizerSession:
         kernel = getattr(fn, "__name__", "kernel")
         self.current = LaunchChecker(kernel, views, self.checks, order=locks.LockOrder(),
                                      reach=live.PointerReach(views))
+        if prescan.uses_volatile(fn):
+            self.current.order.use_flags()
         self.config = launch_config(kernel)
 
     def _end_launch(self) -> LaunchChecker | None:
@@ -218,7 +223,7 @@ class SanitizerSession:
                         OUTPUTS.by_storage[v.home_ptr] = (checker.kernel, v.name)
         return checker
 
-    def _check(self, kind: str, ptrs, mask, unmasked: bool) -> np.ndarray | None:
+    def _check(self, kind: str, ptrs, mask, unmasked: bool, volatile: bool = False) -> np.ndarray | None:
         batch_memory.publish(None)
         checker = self.current if self.probing is None else self.probing[2]
         if checker is None:
@@ -256,8 +261,11 @@ class SanitizerSession:
                 mask_data = None
         if not checker.shadows and (checker.reach is None or not checker.reach.bases.size):
             return None  # no tensor arguments, no pointers built from integers: nothing to check against
+        checker.volatile = volatile
         safe = checker.access(kind, np.asarray(ptrs.data), mask_data, pid, linear, where, how, pid_of,
                               provenance.origin(ptrs))
+        if kind != "load" and batch is None and checker.order is not None and checker.order.flags:
+            checker.order.tick()  # a store publishes what the program did before it (flags: locks.py)
         if batch is not None and safe is None and checker.resolved is not None and kind != "atomic" \
                 and checker.resolved[0].views[0].tensor.device.type == "cpu":  # its memory readable by numpy
             s, aligned, elements, lanes = checker.resolved
