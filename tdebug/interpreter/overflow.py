@@ -4,11 +4,12 @@ conversion to floating point, or a store, while still differing from its true va
 wrapped, naming the line it reached). Arithmetic that wraps and is then used modulo 2^32 (packed
 keys: `x + y - kx` in Liger's fused-MoE routing scan) is what compiled Triton computes (no `nsw`): no finding.
 What kernels wrap on purpose is no finding either (`--check overflow-all` reports it): a wrapped value that goes
-through a bitwise op (xor, and, or, a shift: hashing and random-number mixing use the bits), a wrapped product
-that reaches only a store (a multiplicative hash or an LCG step stored as an integer; as an address or a float it
-is a finding), and 8- and 16-bit arithmetic (patches.py checks it only under overflow-all). An integer tl.sum /
-tl.cumsum whose total leaves its type wraps as compiled code wraps it (Triton's interpreter raised OverflowError
-or wrapped, by engine) and is followed from there like an add that wrapped.
+through a bitwise op (xor, and, or, a shift: hashing and random-number mixing use the bits), a product by a
+hashing constant (one value of magnitude >= 2^16 in every lane) that reaches only a store (a multiplicative hash or
+an LCG step stored as an integer; as an address or a float it is a finding), and 8- and 16-bit arithmetic
+(patches.py checks it only under overflow-all). An integer tl.sum / tl.cumsum whose total leaves its type wraps
+as compiled code wraps it (Triton's interpreter raised OverflowError or wrapped, by engine) and is followed from
+there like an add that wrapped.
 
 Triton's own overflow check (its device_assert on each add/sub/mul, on with debug) tells which op wrapped; with
 STRICT (`--check overflow-all`) that assert ends the kernel as before. Otherwise the op's result is marked with
@@ -47,7 +48,7 @@ class Origin:
     file: str
     line: int
     what: str  # the overflow message of Triton's check ("int32 overflow detected for operation add")
-    product: bool = False  # a multiplication wrapped on the way (a hash or an LCG step when it is only stored)
+    product: bool = False  # a product by a hashing constant wrapped on the way (a hash or an LCG step, if only stored)
 
 
 @dataclass
@@ -120,7 +121,7 @@ def _carry(name: str, original):
         product = any(_origin(a).product for a in marked)
         if pending is not None:
             file, line, what = pending
-            product = product or name == "create_mul"
+            product = product or (name == "create_mul" and _hashing(args))
         else:
             origin = _origin(source)
             file, line, what = origin.file, origin.line, origin.what
@@ -128,6 +129,23 @@ def _carry(name: str, original):
         return result
 
     return op
+
+
+HASH_CONSTANT = 1 << 16  # a multiplier this large, one value in every lane: a hash's or an LCG's (0x9E3779B1)
+
+
+def _hashing(args: tuple) -> bool:
+    """Is this multiplication a hash's or an LCG's step: keys that differ from lane to lane times one constant of
+    magnitude >= 2^16 (a running product, `acc * k` with acc the same in every lane, is not)?"""
+    datas = [np.asarray(getattr(a, "data", None)) for a in args[:2]]
+    if len(datas) != 2 or any(d.dtype.kind not in "iu" or d.size == 0 for d in datas):
+        return False
+    a, b = datas
+    a_same, b_same = bool((a == a.flat[0]).all()), bool((b == b.flat[0]).all())
+    if a_same == b_same:
+        return False
+    constant = a if a_same else b
+    return abs(int(constant.flat[0])) >= HASH_CONSTANT
 
 
 def _int64():
