@@ -250,7 +250,7 @@ def test_a_setting_reads_as_its_option_does(name, raw, want):
 
 
 @pytest.mark.parametrize("name, raw", [("TDEBUG_EXECUTOR", "bogus"), ("TDEBUG_EXECUTOR", "fast"),
-                                       ("TDEBUG_REPRO_MAX_MIB", "lots"), ("TDEBUG_REPRO_MAX_MIB", "0"),
+                                       ("TDEBUG_REPRO_MAX_MIB", "lots"), ("TDEBUG_REPRO_MAX_MIB", "-1"),
                                        ("TDEBUG_VERBOSE", "maybe"), ("TDEBUG_MEMORY_LIMIT", "-1"),
                                        ("TDEBUG_BATCH_ELEMENTS", "1e6"), ("TDEBUG_SWEEP", "thread")])
 def test_a_bad_setting_is_one_line_naming_the_variable_and_what_it_takes(name, raw):
