@@ -18,9 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .unsupported import NotRunnable
-from .versions import TRITON, bind, patcher
-
-patch = patcher("boolops")
+from .versions import TRITON, rewrite_jit_functions
 
 NAME = "__tdebug_boolops__"  # the name the rewritten functions reach this module by (set in their globals)
 CHAINS_COMPILE = TRITON >= (3, 9)  # the code generator (and interpreter) take `a < b < c` from 3.9 on
@@ -155,17 +153,4 @@ def install() -> None:
     """Every jit function the interpreter rewrites gets the compiler's boolean semantics too."""
     import sys
 
-    from triton.runtime import interpreter
-
-    module = sys.modules[__name__]
-
-    def make(original):
-        def _transform_ast(*args, **kwargs):
-            tree = original(*args, **kwargs)
-            rewriter = bind(original, args, kwargs).arguments["self"]
-            rewriter.fn.__globals__[NAME] = module
-            return rewrite(tree)
-
-        return _transform_ast
-
-    patch(interpreter.FunctionRewriter, "_transform_ast", make)
+    rewrite_jit_functions("boolops", NAME, sys.modules[__name__], rewrite)

@@ -17,9 +17,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from .versions import patcher
-
-patch = patcher("loop_counters")
+from .versions import rewrite_jit_functions
 
 NAME = "__tdebug_counters__"
 _INT32 = (-(2**31), 2**31)
@@ -94,19 +92,5 @@ def rewrite(tree: ast.AST) -> ast.AST:
 
 
 def install() -> None:
-    from triton.runtime import interpreter
-
-    module = sys.modules[__name__]
-
-    def make(original):
-        def _transform_ast(*args, **kwargs):
-            from .versions import bind
-
-            tree = original(*args, **kwargs)
-            rewriter = bind(original, args, kwargs).arguments["self"]
-            rewriter.fn.__globals__[NAME] = module
-            return rewrite(tree)
-
-        return _transform_ast
-
-    patch(interpreter.FunctionRewriter, "_transform_ast", make)
+    """Every jit function the interpreter rewrites gets its range loops' counters as compiled Triton's."""
+    rewrite_jit_functions("loop_counters", NAME, sys.modules[__name__], rewrite)

@@ -434,6 +434,22 @@ class _Shape:
     defaults: dict[str, Any]
 
 
+def rewrite_jit_functions(layer: str, name: str, module: types.ModuleType, rewrite: Callable[[Any], Any]) -> None:
+    """Every @jit function the interpreter rewrites (FunctionRewriter._transform_ast) also goes through
+    `rewrite(tree)`, in `layer`; the rewritten code reaches `module` by `name` in its globals."""
+    from triton.runtime import interpreter
+
+    def make(original: Callable) -> Callable:
+        def _transform_ast(*args, **kwargs):
+            tree = original(*args, **kwargs)
+            bind(original, args, kwargs).arguments["self"].fn.__globals__[name] = module
+            return rewrite(tree)
+
+        return _transform_ast
+
+    patcher(layer)(interpreter.FunctionRewriter, "_transform_ast", make)
+
+
 def bind(original: Callable, args: tuple, kwargs: dict) -> Call | inspect.BoundArguments:
     """A call's arguments by name, defaults applied, whatever the running version's signature is;
     call `original(*bound.args, **bound.kwargs)` after changing `bound.arguments[...]`."""
