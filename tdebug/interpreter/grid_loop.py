@@ -63,6 +63,14 @@ class Stats:
     compacted_iterations: int = 0  # their iterations run on the programs in the loop only (predicated_loops.py)
     fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
 
+    def predicated_loop(self, compacted: bool = False) -> None:
+        """One more loop run to the largest trip count of a batch (compacted: one more iteration of one run on
+        the programs still in the loop only)."""
+        if compacted:
+            self.compacted_iterations += 1
+        else:
+            self.predicated_loops += 1
+
 
 STATS = Stats()
 LISTENERS: list[Listener] = []
@@ -149,14 +157,14 @@ class BatchedLaunch:
             tokens = [listener.checkpoint() for listener in LISTENERS]
             batch = Batch(part, memory=memory)
             STATS.batches += 1
-            program_axis.CURRENT = batch
+            program_axis.set_current(batch)
             try:
                 try:
                     self.fn(**self.args)
                 except Exception as error:
                     raise _engine_signal(error) or error  # noqa: B904 - the engine's own signal, unwrapped
             except (Divergent, Unported) as signal:
-                program_axis.CURRENT = None
+                program_axis.set_current(None)
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
@@ -168,7 +176,7 @@ class BatchedLaunch:
                     todo = _split(part, signal.values) + todo
                 continue
             except Exception as error:
-                program_axis.CURRENT = None
+                program_axis.set_current(None)
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
@@ -190,7 +198,7 @@ class BatchedLaunch:
                     listener.commit(token)
                 raise
             finally:
-                program_axis.CURRENT = None
+                program_axis.set_current(None)
             why = next(filter(None, (getattr(listener, "serial_reason", _never)(token)
                                      for listener, token in zip(LISTENERS, tokens))), None)
             if why is not None:  # e.g. a race between programs: its findings depend on the programs' order
@@ -203,7 +211,7 @@ class BatchedLaunch:
             for listener, token in zip(LISTENERS, tokens):
                 listener.commit(token)
             batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
-            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST[0]))))
+            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST))))
 
 
 def _engine_signal(error: BaseException) -> Divergent | Unported | None:
@@ -293,7 +301,7 @@ def _call(original):
                     raise
                 raise interpreter.InterpreterError(repr(e)) from e
         finally:
-            program_axis.CURRENT = None
+            program_axis.set_current(None)
             patch_scope.restore()
         self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
 

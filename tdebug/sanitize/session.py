@@ -82,8 +82,8 @@ class SanitizerSession:
         from ..interpreter import memory_guard, overflow, viz_decorators
 
         viz_decorators.install()  # a kernel under @triton_viz.trace would hide its accesses from this session
-        overflow.STRICT = "overflow-all" in self.checks
-        memory_guard.STANDS_ASIDE[0] = "bounds" in self.checks  # the checker refuses those lanes itself
+        overflow.set_strict("overflow-all" in self.checks)
+        memory_guard.stand_aside("bounds" in self.checks)  # the checker refuses those lanes itself
         if self.nan is not None:
             self.nan.install()  # layer "nan", below "sanitizer": its store check sees the mask the sanitizer cut
         session = self
@@ -220,7 +220,7 @@ class SanitizerSession:
                 for v in shadow.views:
                     self.case_stored.setdefault((v.home_ptr, v.name), v)
                     if v.was_empty:
-                        OUTPUTS.by_storage[v.home_ptr] = (checker.kernel, v.name)
+                        OUTPUTS.stored(v.home_ptr, checker.kernel, v.name)
         return checker
 
     def _check(self, kind: str, ptrs, mask, unmasked: bool, volatile: bool = False) -> np.ndarray | None:
@@ -294,7 +294,7 @@ class SanitizerSession:
 
         from triton.runtime import interpreter
 
-        from ..interpreter.patches import STATE
+        from ..interpreter.patches import STATE, forget_launches
 
         grid = tuple(interpreter.interpreter_builder.grid_dim)
         views = [v for s in checker.shadows for v in s.views]
@@ -308,7 +308,7 @@ class SanitizerSession:
                 original_call(one, *args, **kwargs)
             finally:
                 self.probing = None
-                del STATE.launches[records:]
+                forget_launches(records)
 
         if self.nan is not None:
             self.nan.enabled = False

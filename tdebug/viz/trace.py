@@ -135,7 +135,7 @@ def install(session: TraceSession) -> None:
     patch(interpreter.GridExecutor, "_init_args_hst", _named_args)
     memory_events.listen("trace", _Recorder())
     grid_loop.register(_Checkpoints())
-    program_axis.PER_LANE[0] = False  # its records are one program's accesses at a time
+    program_axis.set_per_lane(False)  # its records are one program's accesses at a time
     serve = _viz_server_run() if session.keep_for_server else None
 
     def make(original):
