@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .grid_loop import Launch, current_launch
 from .versions import LAYERS, Call, bind, patcher
 
 patch = patcher("memory_events")
@@ -65,6 +66,11 @@ class Access:
     def value(self):
         """The stored value's handle (None for a load)."""
         return self.call.arguments[self.value_name] if self.value_name else None
+
+    @property
+    def launch(self) -> Launch | None:
+        """The kernel call this op belongs to (its kernel, tensors, grid, running batch and memory undo)."""
+        return current_launch()
 
     def refuse(self, result: Any) -> None:
         """Do not run the op: `result` is what the kernel gets back."""
