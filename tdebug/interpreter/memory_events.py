@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from . import grid_loop
 from .grid_loop import Launch, current_launch
 from .versions import LAYERS, Call, bind, patcher
 
@@ -78,7 +79,9 @@ class Access:
 
 
 class Listener(Protocol):
-    """Either method may be absent."""
+    """Either method may be absent. A listener that keeps state across ops also offers grid_loop.Listener's
+    `checkpoint` / `rollback` / `commit` (and `serial_reason`): listen() then registers it with the batched
+    engine too, which undoes its part of every batch it runs again."""
 
     def before(self, access: Access) -> None: ...
 
@@ -119,6 +122,8 @@ def listen(layer: str, listener: Listener, ops: tuple[str, ...] | frozenset[str]
     if unknown:
         raise ValueError(f"not memory ops: {sorted(unknown)}")
     LISTENING.add(layer, listener, frozenset(ops))
+    if hasattr(listener, "checkpoint"):  # one registration: the batch's undo covers every listener with state
+        grid_loop.register(listener)
     if not LISTENING.installed:
         _install()
 

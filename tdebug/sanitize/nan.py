@@ -161,6 +161,9 @@ class NanTracker:
         del self.origins[count:]
         self.reached = reached
 
+    def commit(self, token: tuple) -> None:
+        pass
+
     # -- launches -----------------------------------------------------------------------------------
     def begin_launch(self, kernel: str) -> None:
         self.kernel, self.live, self.pending, self.origins = kernel, False, False, []

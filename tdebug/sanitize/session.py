@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import batch_memory, grid_loop, memory_events, prescan, program_axis, provenance
+from ..interpreter import batch_memory, memory_events, prescan, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patcher
@@ -124,12 +124,11 @@ class SanitizerSession:
         builder = interpreter.interpreter_builder
         patch(interpreter.GridExecutor, "_init_args_hst", init_args)
         patch(interpreter.GridExecutor, "__call__", end_launch)
-        memory_events.listen("sanitizer", self)
+        memory_events.listen("sanitizer", self)  # and grid_loop's undo of a batch it splits: our part of it too
         patch(builder, "set_grid_dim", lambda original: _virtual_grid(session, original, "grid_dim", 1))
         patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
         locks.install(lambda: session.current)
         live.install(lambda: session.current)
-        grid_loop.register(self)  # the batched engine undoes a batch it splits: our part of it too
 
     # -- the engine's memory events (interpreter.memory_events) ---------------------------------------------
     def before(self, access: memory_events.Access) -> None:
@@ -151,25 +150,22 @@ class SanitizerSession:
 
     # -- the batched engine's checkpoints (grid_loop.Listener) ---------------------------------------------
     def checkpoint(self) -> tuple:
-        return (self.current, self.current.checkpoint() if self.current is not None else None,
-                self.nan.checkpoint() if self.nan is not None else None)
+        return self.current, self.current.checkpoint() if self.current is not None else None
 
     def rollback(self, token: tuple) -> None:
-        checker, mine, nan = token
+        checker, mine = token
         if checker is not None and mine is not None:
             checker.rollback(mine)
-        if self.nan is not None and nan is not None:
-            self.nan.rollback(nan)
 
     def commit(self, token: tuple) -> None:
-        checker, mine, _ = token
+        checker, mine = token
         if checker is not None and mine is not None:
             checker.commit(mine)
 
     def serial_reason(self, token: tuple) -> str | None:
         """A race between programs of a batch: which access of the pair is reported, and what memory holds
         after, depend on the programs' order; the serial engine's order is the reference."""
-        checker, mine, _ = token
+        checker, mine = token
         if checker is None or mine is None:
             return None
         before = sum(i.count for i in mine[0].values() if i.check == "race")
