@@ -136,6 +136,11 @@ def executor() -> str:
     return settings.get("TDEBUG_EXECUTOR")  # checked at start-up (tdebug.settings): never a silent "auto"
 
 
+def force_serial(reason: str) -> None:
+    """Every later launch of this process runs on the serial engine, for `reason` (a breakpoint is set)."""
+    FORCE_SERIAL.append(reason)
+
+
 def register(listener: Listener) -> None:
     if listener not in LISTENERS:
         LISTENERS.append(listener)

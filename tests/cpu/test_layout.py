@@ -288,10 +288,14 @@ def test_an_event_is_made_only_through_its_type():
         event.data["index"] = 3  # frozen
 
 
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "update", "setdefault", "popitem", "add", "discard"}
+
+
 def _foreign_writes(source: str, path: Path) -> list[str]:
     """`line: target` for every assignment, augmented assignment, `del` or setattr() in `source` (the module at
     `path`) that writes into another tdebug module: an attribute or item of a module it imports, or of a name
-    it imports from one (`from .patches import STATE; STATE.x = ...`). Such state is set through a function
+    it imports from one (`from .patches import STATE; STATE.x = ...`); and every call of a list, dict or set
+    mutator on a module's global (`grid_loop.FORCE_SERIAL.append(...)`). Such state is set through a function
     of the module that owns it."""
     name = _module_name(path)
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
@@ -322,6 +326,9 @@ def _foreign_writes(source: str, path: Path) -> list[str]:
             targets = [node.target]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
             targets = [ast.Attribute(node.args[0], "?")] if node.args else []
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS \
+                and isinstance(node.func.value, ast.Attribute) and isinstance(node.func.value.value, ast.Name):
+            targets = [node.func.value]  # module.GLOBAL.append(...); an object's own methods (RECORDER.clear()) pass
         else:
             continue
         flat = [e for t in targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
@@ -358,8 +365,9 @@ def test_a_write_into_another_module_is_caught():
                "    STATE.clamp_config, x = True, 1\n"
                "    setattr(grid_loop, 'FORCE_SERIAL', True)\n"
                "    del program_axis.PER_LANE\n"
+               "    grid_loop.FORCE_SERIAL.append('why')\n"
                "    program_axis.set_current(batch)\n"  # through the owner's function: allowed
                "    y = program_axis.CURRENT\n")
     assert sorted(_foreign_writes(planted, path)) == [
-        "10: program_axis.PER_LANE", "5: program_axis.CURRENT", "6: memory_guard.STANDS_ASIDE[0]",
-        "7: overflow.STRICT", "8: STATE.clamp_config", "9: grid_loop.?"]
+        "10: program_axis.PER_LANE", "11: grid_loop.FORCE_SERIAL", "5: program_axis.CURRENT",
+        "6: memory_guard.STANDS_ASIDE[0]", "7: overflow.STRICT", "8: STATE.clamp_config", "9: grid_loop.?"]
