@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -83,7 +84,7 @@ class Launch:
     memory undo, the statistics. A wrapper or listener reads the launch here instead of binding the call and
     walking its arguments itself."""
 
-    __slots__ = ("executor", "args_dev", "kwargs", "args", "grid", "_device_storages", "storages")
+    __slots__ = ("executor", "args_dev", "kwargs", "args", "grid", "_device_storages", "storages", "_parts")
 
     def __init__(self, executor_obj, args_dev: tuple, kwargs: dict) -> None:
         self.executor = executor_obj  # Triton's GridExecutor
@@ -92,6 +93,7 @@ class Launch:
         self.grid: tuple[int, int, int] | None = None  # set when the grid is known (batched engine: before its loop)
         self._device_storages: list | None = None
         self.storages: list | None = None  # the host copies' storages the batched engine undoes
+        self._parts: dict[str, Any] | None = None  # owner -> its part of this launch's state (part())
 
     @property
     def kernel(self):
@@ -107,6 +109,16 @@ class Launch:
         if self._device_storages is None:
             self._device_storages = _storages(list(self.args_dev) + list(self.kwargs.values()))
         return self._device_storages
+
+    def part(self, owner: str, make: Callable[[], Any]) -> Any:
+        """What `owner` (a layer) keeps for this launch only, made by make() at its first use."""
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = {}
+        found = parts.get(owner)
+        if found is None:
+            found = parts[owner] = make()
+        return found
 
     @property
     def batch(self) -> Batch | None:
