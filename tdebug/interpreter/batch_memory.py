@@ -77,7 +77,7 @@ class Resolved:
     lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane; Rows: their columns)
 
 
-LAST: list[Resolved | None] = [None]
+LAST: Resolved | None = None
 
 
 @dataclass
@@ -154,17 +154,19 @@ def _undo() -> MemoryUndo | None:
 
 def publish(resolved: Resolved | None) -> None:
     """The resolution of the batched memory op about to run (None: none)."""
-    LAST[0] = resolved
+    global LAST
+    LAST = resolved
 
 
 def resolved_rows(ptrs: np.ndarray) -> Rows | None:
     """The Rows the checks resolved this very pointer array to, for the memory op about to run (None: none)."""
-    r = LAST[0]
+    r = LAST
     return r.elements if r is not None and r.ptrs is ptrs and isinstance(r.elements, Rows) else None
 
 
 def _take(ptrs, mask, dtype: np.dtype) -> Resolved | None:
-    r, LAST[0] = LAST[0], None
+    global LAST
+    r, LAST = LAST, None
     if r is None or program_axis.lane_programs() is None or r.ptrs is not ptrs.data:
         return None
     if (r.mask is None) != (mask is None) or (mask is not None and r.mask is not mask.data):
@@ -178,7 +180,7 @@ def _load(original):
     from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 
     def create_masked_load(*args, **kwargs):
-        if LAST[0] is None:
+        if LAST is None:
             return original(*args, **kwargs)
         a = bind(original, args, kwargs).arguments
         ptrs, mask, other = a["ptrs"], a["mask"], a["other"]
@@ -224,7 +226,7 @@ def _masked_off(other, shape: tuple, dtype: np.dtype) -> np.ndarray:
 def _store(original):
     def create_masked_store(*args, **kwargs):
         undo = _undo()
-        if LAST[0] is None:
+        if LAST is None:
             if undo is not None:
                 undo.take()
             return original(*args, **kwargs)

@@ -179,7 +179,7 @@ def start(targets: list[tuple[KernelInfo, int]], pid: tuple[int, ...] | None):
     from . import grid_loop
 
     builtins.__tdebug_pid_matches__ = lambda: _pid_matches(pid)
-    grid_loop.FORCE_SERIAL.append("a breakpoint is set (pdb stops in one program at a time)")
+    grid_loop.force_serial("a breakpoint is set (pdb stops in one program at a time)")
     dbg = pdb.Pdb()
     _quiet(dbg)
     cond = "__tdebug_pid_matches__()"  # also counts how often the line ran (never_ran)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -63,14 +64,93 @@ class Stats:
     compacted_iterations: int = 0  # their iterations run on the programs in the loop only (predicated_loops.py)
     fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
 
+    def predicated_loop(self, compacted: bool = False) -> None:
+        """One more loop run to the largest trip count of a batch (compacted: one more iteration of one run on
+        the programs still in the loop only)."""
+        if compacted:
+            self.compacted_iterations += 1
+        else:
+            self.predicated_loops += 1
+
 
 STATS = Stats()
 LISTENERS: list[Listener] = []
 FORCE_SERIAL: list[str] = []  # reasons the whole process runs serially (a breakpoint is set)
 
 
+class Launch:
+    """One kernel call, made once by the innermost launch wrapper (_call) and reachable by every listener through
+    current_launch(): the kernel, its arguments, the tensors found once, the grid, the current batch and its
+    memory undo, the statistics. A wrapper or listener reads the launch here instead of binding the call and
+    walking its arguments itself."""
+
+    __slots__ = ("executor", "args_dev", "kwargs", "args", "grid", "_device_storages", "storages", "_parts")
+
+    def __init__(self, executor_obj, args_dev: tuple, kwargs: dict) -> None:
+        self.executor = executor_obj  # Triton's GridExecutor
+        self.args_dev, self.kwargs = args_dev, kwargs  # the call's arguments, as the kernel was called
+        self.args: dict | None = None  # bound by name, as the kernel runs them (batched engine: set before its loop)
+        self.grid: tuple[int, int, int] | None = None  # set when the grid is known (batched engine: before its loop)
+        self._device_storages: list | None = None
+        self.storages: list | None = None  # the host copies' storages the batched engine undoes
+        self._parts: dict[str, Any] | None = None  # owner -> its part of this launch's state (part())
+
+    @property
+    def kernel(self):
+        """The kernel's Python function."""
+        return self.executor.fn
+
+    @property
+    def name(self) -> str:
+        return getattr(self.executor.fn, "__name__", "kernel")
+
+    def device_storages(self) -> list:
+        """The distinct storages of the call's tensor arguments (found once per launch)."""
+        if self._device_storages is None:
+            self._device_storages = _storages(list(self.args_dev) + list(self.kwargs.values()))
+        return self._device_storages
+
+    def part(self, owner: str, make: Callable[[], Any]) -> Any:
+        """What `owner` (a layer) keeps for this launch only, made by make() at its first use."""
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = {}
+        found = parts.get(owner)
+        if found is None:
+            found = parts[owner] = make()
+        return found
+
+    @property
+    def batch(self) -> Batch | None:
+        """The batch of programs running now (None: none, or the serial engine)."""
+        return program_axis.CURRENT
+
+    @property
+    def memory(self) -> MemoryUndo | None:
+        """The running batch's memory undo (None: no batch runs)."""
+        batch = program_axis.CURRENT
+        return None if batch is None else batch.memory
+
+    @property
+    def stats(self) -> Stats:
+        return STATS
+
+
+_LAUNCH: Launch | None = None  # the launch running now (set only by _call)
+
+
+def current_launch() -> Launch | None:
+    """The kernel call running now (None: outside a launch)."""
+    return _LAUNCH
+
+
 def executor() -> str:
     return settings.get("TDEBUG_EXECUTOR")  # checked at start-up (tdebug.settings): never a silent "auto"
+
+
+def force_serial(reason: str) -> None:
+    """Every later launch of this process runs on the serial engine, for `reason` (a breakpoint is set)."""
+    FORCE_SERIAL.append(reason)
 
 
 def register(listener: Listener) -> None:
@@ -149,14 +229,14 @@ class BatchedLaunch:
             tokens = [listener.checkpoint() for listener in LISTENERS]
             batch = Batch(part, memory=memory)
             STATS.batches += 1
-            program_axis.CURRENT = batch
+            program_axis.set_current(batch)
             try:
                 try:
                     self.fn(**self.args)
                 except Exception as error:
                     raise _engine_signal(error) or error  # noqa: B904 - the engine's own signal, unwrapped
             except (Divergent, Unported) as signal:
-                program_axis.CURRENT = None
+                program_axis.set_current(None)
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
@@ -168,7 +248,7 @@ class BatchedLaunch:
                     todo = _split(part, signal.values) + todo
                 continue
             except Exception as error:
-                program_axis.CURRENT = None
+                program_axis.set_current(None)
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
@@ -190,7 +270,7 @@ class BatchedLaunch:
                     listener.commit(token)
                 raise
             finally:
-                program_axis.CURRENT = None
+                program_axis.set_current(None)
             why = next(filter(None, (getattr(listener, "serial_reason", _never)(token)
                                      for listener, token in zip(LISTENERS, tokens))), None)
             if why is not None:  # e.g. a race between programs: its findings depend on the programs' order
@@ -203,7 +283,7 @@ class BatchedLaunch:
             for listener, token in zip(LISTENERS, tokens):
                 listener.commit(token)
             batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
-            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST[0]))))
+            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST))))
 
 
 def _engine_signal(error: BaseException) -> Divergent | Unported | None:
@@ -261,43 +341,55 @@ def _call(original):
     def __call__(self, *args_dev, **kwargs):
         """GridExecutor.__call__ with the grid loop run by the batched engine where it can; the serial engine
         (Triton's own __call__) otherwise. The steps before and after the loop are Triton's, in its order."""
-        from triton.runtime import interpreter
-
-        if executor() == "serial" or FORCE_SERIAL or program_axis.CURRENT is not None:
-            STATS.launches_serial += 1
-            if program_axis.CURRENT is None:
-                why = "TDEBUG_EXECUTOR=serial" if executor() == "serial" else FORCE_SERIAL[0]
-                _say(f"{self.fn.__name__}: serial engine ({why})")
-            return original(self, *args_dev, **kwargs)
-        argspec = _argspec(self.fn)
-        kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
-        args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
-        for hook in self.pre_run_hooks:
-            hook(*args_hst, **kwargs_hst)
-        program_axis.install()
-        patch_scope = interpreter._patch_lang(self.fn)
+        global _LAUNCH
+        outer, _LAUNCH = _LAUNCH, Launch(self, args_dev, kwargs)
         try:
-            args = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
-            args = {name: arg if name in self.constexprs else interpreter._implicit_cvt(arg)
-                    for name, arg in args.items()}
-            grid = self.grid(args) if callable(self.grid) else self.grid
-            assert len(grid) <= 3, "grid must have at most 3 dimensions"
-            grid = tuple(grid) + (1,) * (3 - len(grid))
-            interpreter.interpreter_builder.set_grid_dim(*grid)
-            try:
-                _run_grid(self, args, grid, _storages(list(args_hst) + list(kwargs_hst.values())))
-            except Exception as e:
-                import triton
-
-                if triton.knobs.compilation.front_end_debugging:
-                    raise
-                raise interpreter.InterpreterError(repr(e)) from e
+            return _launch(original, self, _LAUNCH, args_dev, kwargs)
         finally:
-            program_axis.CURRENT = None
-            patch_scope.restore()
-        self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+            _LAUNCH = outer
 
     return __call__
+
+
+def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> None:
+    """The launch on the batched engine where it can, on Triton's own __call__ otherwise."""
+    from triton.runtime import interpreter
+
+    if executor() == "serial" or FORCE_SERIAL or program_axis.CURRENT is not None:
+        STATS.launches_serial += 1
+        if program_axis.CURRENT is None:
+            why = "TDEBUG_EXECUTOR=serial" if executor() == "serial" else FORCE_SERIAL[0]
+            _say(f"{self.fn.__name__}: serial engine ({why})")
+        return original(self, *args_dev, **kwargs)
+    argspec = _argspec(self.fn)
+    kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
+    args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
+    for hook in self.pre_run_hooks:
+        hook(*args_hst, **kwargs_hst)
+    program_axis.install()
+    patch_scope = interpreter._patch_lang(self.fn)
+    try:
+        args = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
+        args = {name: arg if name in self.constexprs else interpreter._implicit_cvt(arg)
+                for name, arg in args.items()}
+        grid = self.grid(args) if callable(self.grid) else self.grid
+        assert len(grid) <= 3, "grid must have at most 3 dimensions"
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        launch.args, launch.grid = args, grid
+        launch.storages = _storages(list(args_hst) + list(kwargs_hst.values()))
+        interpreter.interpreter_builder.set_grid_dim(*grid)
+        try:
+            _run_grid(self, args, grid, launch.storages)
+        except Exception as e:
+            import triton
+
+            if triton.knobs.compilation.front_end_debugging:
+                raise
+            raise interpreter.InterpreterError(repr(e)) from e
+    finally:
+        program_axis.set_current(None)
+        patch_scope.restore()
+    self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
 
 
 def _run_grid(executor_obj, args: dict, grid: tuple[int, int, int], storages: list) -> None:

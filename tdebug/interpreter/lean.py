@@ -20,6 +20,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from .grid_loop import current_launch
 from .versions import patcher
 
 patch = patcher("lean")
@@ -34,23 +35,17 @@ class _Launch:
 
 @dataclass
 class _State:
-    launch: _Launch | None = None  # None outside a launch: every _patch_lang call runs
     device_call: bool = False  # set by InterpretedFunction.__call__ for the _patch_lang call it makes first
 
 
 _STATE = _State()
 
 
-def _open_launch(original):
-    def __call__(*args, **kwargs):
-        outer = _STATE.launch
-        _STATE.launch = _Launch()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            _STATE.launch = outer
-
-    return __call__
+def _running() -> _Launch | None:
+    """The running launch's patched modules (grid_loop's Launch keeps them); None outside a launch: every
+    _patch_lang call runs."""
+    launch = current_launch()
+    return None if launch is None else launch.part("lean", _Launch)
 
 
 def _mark_device_call(original):
@@ -66,7 +61,7 @@ def _once_per_launch(original):
 
     def _patch_lang(fn):
         device_call, _STATE.device_call = _STATE.device_call, False
-        launch = _STATE.launch
+        launch = _running()
         if launch is None:
             return original(fn)
         key = id(fn.__globals__)
@@ -109,7 +104,7 @@ def _builtins_listed_once(original):
     listed: dict[int, _Listing] = {}
 
     def _patch_builtin(pkg, builder, scope):
-        launch = _STATE.launch
+        launch = _running()
         if launch is None or launch.patched or any(obj is pkg for obj, _, _ in scope._changes):
             return original(pkg, builder, scope)
         entry = listed.get(id(pkg))
@@ -185,7 +180,6 @@ def install() -> None:
 
     patch(interpreter, "_get_np_dtype", _memo_np_dtype)
     patch(interpreter, "_patch_builtin", _builtins_listed_once)
-    patch(interpreter.GridExecutor, "__call__", _open_launch)
     patch(interpreter.InterpretedFunction, "__call__", _mark_device_call)
     patch(interpreter, "_patch_lang", _once_per_launch)
     patch(interpreter.FunctionRewriter, "_get_jit_fn_file_line", _file_line_from_source)

@@ -23,44 +23,30 @@ class LaunchTooLarge(KernelError, RuntimeError):
                          f"({option}); this launch and every later one were not checked by the interpreter")
 
 
-def _storage_bytes(value, seen: dict[int, int]) -> None:
-    if isinstance(value, tuple):
-        for v in value:
-            _storage_bytes(v, seen)
-        return
-    t = getattr(value, "base", value)  # a TensorWrapper (reinterpreted dtype) holds the tensor in .base
-    storage = getattr(t, "untyped_storage", None)
-    if storage is not None:
-        s = storage()
-        seen[s.data_ptr()] = s.nbytes()
-
-
 def install(limits: Limits) -> None:
     """Check every launch against the caps. Layer "limits", over the sanitizer's: the check runs before its
     shadow memory and the interpreter's host copies are made."""
     from triton.runtime import interpreter
 
+    from .grid_loop import current_launch
     from .versions import bind, patcher
 
     patch = patcher("limits")
 
     builder = interpreter.interpreter_builder
-    current: dict[str, str] = {"kernel": "kernel"}
+
+    def kernel() -> str:
+        launch = current_launch()
+        return "kernel" if launch is None else launch.name
 
     if limits.max_bytes:
         def make_init_args(original):
             def _init_args_hst(*args, **kwargs):
-                call = bind(original, args, kwargs)
-                executor = call.arguments["self"]
-                current["kernel"] = getattr(executor.fn, "__name__", "kernel")
-                seen: dict[int, int] = {}
-                for value in list(call.arguments["args_dev"]) + list(call.arguments["kwargs"].values()):
-                    _storage_bytes(value, seen)
-                total = sum(seen.values())
+                launch = current_launch()
+                total = 0 if launch is None else sum(s.nbytes() for s in launch.device_storages())
                 if total > limits.max_bytes:
-                    raise LaunchTooLarge(current["kernel"], "tensor-argument bytes", total, limits.max_bytes,
-                                         "--max-mib")
-                return original(*call.args, **call.kwargs)
+                    raise LaunchTooLarge(kernel(), "tensor-argument bytes", total, limits.max_bytes, "--max-mib")
+                return original(*args, **kwargs)
             return _init_args_hst
 
         patch(interpreter.GridExecutor, "_init_args_hst", make_init_args)
@@ -73,17 +59,9 @@ def install(limits: Limits) -> None:
                 for n in call.arguments.values():
                     programs *= int(n)
                 if programs > limits.max_programs:
-                    raise LaunchTooLarge(current["kernel"], "grid of programs", programs, limits.max_programs,
+                    raise LaunchTooLarge(kernel(), "grid of programs", programs, limits.max_programs,
                                          "--max-programs")
                 return original(*call.args, **call.kwargs)
             return set_grid_dim
 
         patch(builder, "set_grid_dim", make_set_grid_dim)
-
-        def make_call(original):
-            def __call__(self, *args, **kwargs):
-                current["kernel"] = getattr(self.fn, "__name__", "kernel")
-                return original(self, *args, **kwargs)
-            return __call__
-
-        patch(interpreter.GridExecutor, "__call__", make_call)

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from . import grid_loop
+from .grid_loop import Launch, current_launch
 from .versions import LAYERS, Call, bind, patcher
 
 patch = patcher("memory_events")
@@ -66,13 +68,20 @@ class Access:
         """The stored value's handle (None for a load)."""
         return self.call.arguments[self.value_name] if self.value_name else None
 
+    @property
+    def launch(self) -> Launch | None:
+        """The kernel call this op belongs to (its kernel, tensors, grid, running batch and memory undo)."""
+        return current_launch()
+
     def refuse(self, result: Any) -> None:
         """Do not run the op: `result` is what the kernel gets back."""
         self.refused, self.result = True, result
 
 
 class Listener(Protocol):
-    """Either method may be absent."""
+    """Either method may be absent. A listener that keeps state across ops also offers grid_loop.Listener's
+    `checkpoint` / `rollback` / `commit` (and `serial_reason`): listen() then registers it with the batched
+    engine too, which undoes its part of every batch it runs again."""
 
     def before(self, access: Access) -> None: ...
 
@@ -113,6 +122,8 @@ def listen(layer: str, listener: Listener, ops: tuple[str, ...] | frozenset[str]
     if unknown:
         raise ValueError(f"not memory ops: {sorted(unknown)}")
     LISTENING.add(layer, listener, frozenset(ops))
+    if hasattr(listener, "checkpoint"):  # one registration: the batch's undo covers every listener with state
+        grid_loop.register(listener)
     if not LISTENING.installed:
         _install()
 

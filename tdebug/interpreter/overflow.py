@@ -30,7 +30,13 @@ from .versions import patcher
 patch = patcher("overflow")
 
 ATTR = "_tdebug_exact"  # on a TensorHandle: its Origin (the true values and where the wrap happened)
-STRICT = False  # --check overflow-all: every wrapped add/sub/mul is a finding (the assert raises)
+STRICT = False  # --check overflow-all: every wrapped add/sub/mul is a finding (the assert raises); set_strict()
+
+
+def set_strict(flag: bool) -> None:
+    """--check overflow-all on (every wrapped add/sub/mul a finding) or off (only the wraps that matter)."""
+    global STRICT
+    STRICT = flag
 
 # Integer ops whose result carries a wrapped operand's mark; the arithmetic ones that Triton checks come first.
 ARITHMETIC = ("create_add", "create_sub", "create_mul")

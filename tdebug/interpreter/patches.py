@@ -77,6 +77,21 @@ class State:
 STATE = State()
 
 
+def announce_launches(feed: list[LaunchRecord]) -> None:
+    """Record this process's launches into `feed` from now on (a list that may announce them to the parent)."""
+    STATE.launches = feed
+
+
+def forget_launches(keep: int) -> None:
+    """Drop every launch record after the first `keep` (launches tdebug made itself, a probe's)."""
+    del STATE.launches[keep:]
+
+
+def clamp_configs(flag: bool) -> None:
+    """Whether a kernel with fewer autotune configs than asked runs its last one instead of failing."""
+    STATE.clamp_config = flag
+
+
 def begin_case(config_index: int | None, config_rank: int = 0, clamp_config: bool | None = None) -> None:
     """A case, test or script run begins: the autotune config it asks for, no launches yet (the list is
     emptied in place: it may announce launches to the parent), no fault or store record of an earlier one."""

@@ -260,7 +260,7 @@ def _iterate(batch, start: int, trips: np.ndarray, step: int, key: tuple, before
     from .grid_loop import STATS
 
     batch.trip_counts = trips  # what a split groups the programs by, if predication gives up
-    STATS.predicated_loops += 1
+    STATS.predicated_loop()
     for k in range(int(trips.max())):
         batch.push_predicate(trips > k)
         try:
@@ -339,10 +339,10 @@ def compact(state: _Iteration, frame_locals: dict, reads: tuple[str, ...], scala
                               root_rows=rows if batch.root is None else batch.root_rows[rows])
     part.loop_scalars = {key: v.of_rows(rows) for key, v in batch.loop_scalars.items()}
     state.part, state.rows = part, rows
-    program_axis.CURRENT = part
+    program_axis.set_current(part)
     from .grid_loop import STATS
 
-    STATS.compacted_iterations += 1
+    STATS.predicated_loop(compacted=True)
     return {name: _cut(value, rows) for name, value in cut.items()}
 
 
@@ -402,7 +402,7 @@ def _close(state: _Iteration) -> np.ndarray:
     """End a compacted iteration: the whole batch current again, with what its part did (effects, atomics, the
     values of its loops' variables). Returns each program's row in the part (programs out of the loop: any)."""
     batch, part, rows = state.batch, state.part, state.rows
-    program_axis.CURRENT = batch
+    program_axis.set_current(batch)
     batch.effects, batch.atomics = part.effects, part.atomics
     for key, v in part.loop_scalars.items():
         batch.loop_scalars[key] = v.placed(rows, batch.size, batch.loop_scalars.get(key))

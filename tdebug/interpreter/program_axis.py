@@ -128,15 +128,27 @@ class LoopValues:
         return LoopValues(values, bound)
 
 
-CURRENT: Batch | None = None  # the batch running now (grid_loop sets it)
-LARGEST = [0]  # elements of the largest block a memory op of any batch touched, per program (sizes batches)
+CURRENT: Batch | None = None  # the batch running now: set only through set_current() (grid_loop, predicated_loops)
+LARGEST = 0  # elements of the largest block a memory op of any batch touched, per program (sizes batches)
+
+
+def set_current(batch: Batch | None) -> None:
+    """Make `batch` the one running now (None: none runs); the only writer of CURRENT outside this module."""
+    global CURRENT
+    CURRENT = batch
 
 
 WHOLE = -1  # Batch.index while a memory op runs once for every program of the batch, a program per lane
 # An atomic too: a batch runs at most one atomic op per program (a second one: Unported), and Triton applies an
 # op's lanes in order, so the batch's lanes, program by program, apply in the serial engine's order.
 WHOLE_BATCH_OPS = ("create_load", "create_store", "create_masked_load", "create_masked_store", "create_atomic_rmw")
-PER_LANE = [True]  # False while a listener is installed that sees one program at a time (tdebug viz's traces)
+PER_LANE = True  # False while a listener is installed that sees one program at a time (tdebug viz's traces)
+
+
+def set_per_lane(flag: bool) -> None:
+    """Whether memory ops may run for every program of a batch at once (off: a listener sees one at a time)."""
+    global PER_LANE
+    PER_LANE = flag
 
 
 def current_program() -> tuple[int, int] | None:
@@ -215,6 +227,11 @@ def _aligned(values: list) -> list:
 SIDE_ARRAY_NONE: dict[str, Any] = {}  # side array name -> its value on a lane it says nothing about (its owner sets)
 
 
+def declare_side_array(key: str, none: Any) -> None:
+    """A listener's side array `key` (an attribute it keeps on handles) holds `none` on a lane it says nothing about."""
+    SIDE_ARRAY_NONE[key] = none
+
+
 def _side_arrays(h):
     """A handle's per-lane side data (the nan check's origins): arrays that follow the lanes of its data."""
     return [(k, v) for k, v in vars(h).items()
@@ -271,6 +288,7 @@ def _per_program(name: str, effect: bool):
 
     def make(original):
         def op(*args, **kwargs):
+            global LARGEST
             batch = CURRENT
             if batch is None or batch.index is not None:
                 return original(*args, **kwargs)
@@ -286,8 +304,8 @@ def _per_program(name: str, effect: bool):
                 batch.before_effect()
             for a in args:
                 if getattr(a, MARK, False):
-                    LARGEST[0] = max(LARGEST[0], a.data[0].size)
-            if name in WHOLE_BATCH_OPS and PER_LANE[0]:
+                    LARGEST = max(LARGEST, a.data[0].size)
+            if name in WHOLE_BATCH_OPS and PER_LANE:
                 views = name != "create_atomic_rmw"  # Triton's atomics take each operand lane by lane
                 if batch.active is not None:
                     return _active_programs(batch, original, args, kwargs, views)
@@ -526,6 +544,7 @@ def _int32():
 # -- reductions and scans: the axis moves past the program axis ------------------------------------------------
 def _reduction(original):
     def apply_impl(self, input):
+        global _REDUCING
         batch = CURRENT
         if batch is None or batch.index is not None or not any(getattr(t.handle, MARK, False) for t in input):
             return original(self, input)
@@ -548,11 +567,11 @@ def _reduction(original):
             t2.handle = h2
             inputs.append(t2)
         shifted.axis = 1 if flat else (self.axis + 1 if self.axis >= 0 else self.axis)
-        _REDUCING[0] += 1
+        _REDUCING += 1
         try:
             out = original(shifted, tuple(inputs))
         finally:
-            _REDUCING[0] -= 1
+            _REDUCING -= 1
         outs = out if isinstance(out, (list, tuple)) else [out]
         for t in outs:  # a wrapper below may have rebuilt a result's handle (bf16: rounded back from fp32)
             if hasattr(t, "handle"):
@@ -565,14 +584,14 @@ def _reduction(original):
     return apply_impl
 
 
-_REDUCING = [0]
+_REDUCING = 0  # > 0 while a reduction or scan runs on the program axis
 
 
 def _to_tensor(original):
     """A reduction's or scan's result built with the program axis in front: typed as one program's part."""
 
     def to_tensor(self, ret, dtype):
-        if not _REDUCING[0] or not isinstance(ret, np.ndarray) or ret.ndim == 0:
+        if not _REDUCING or not isinstance(ret, np.ndarray) or ret.ndim == 0:
             return original(self, ret, dtype)
         import triton.language as tl
         from triton.runtime.interpreter import TensorHandle, _get_np_dtype

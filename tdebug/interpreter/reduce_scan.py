@@ -39,7 +39,7 @@ def _tensor(data: np.ndarray, dtype):
     return tl.core.tensor(TensorHandle(data, dtype.scalar), dtype)
 
 
-_VECTOR = [0]  # > 0 while a combine function runs on lanes at once
+_VECTOR = 0  # > 0 while a combine function runs on lanes at once
 
 
 class _Fallback(Exception):  # noqa: N818 - not an error: Triton's own loop takes the call
@@ -69,11 +69,12 @@ def _combine(fn: Callable, dtypes: Sequence, left: Sequence[np.ndarray], right: 
              np_dtypes: Sequence[np.dtype]) -> list[np.ndarray]:
     operands = [_tensor(np.ascontiguousarray(a), d) for a, d in zip(left, dtypes)]
     operands += [_tensor(np.ascontiguousarray(b), d) for b, d in zip(right, dtypes)]
-    _VECTOR[0] += 1
+    global _VECTOR
+    _VECTOR += 1
     try:
         ret = fn(*operands)
     finally:
-        _VECTOR[0] -= 1
+        _VECTOR -= 1
     return _values(ret, left[0].shape, np_dtypes)
 
 
@@ -202,12 +203,12 @@ def _lang_tensor(original):
         index, get_bool = tensor.__index__, tensor.__bool__
 
         def __index__(self):
-            if _VECTOR[0] and np.size(self.handle.data) > 1:
+            if _VECTOR and np.size(self.handle.data) > 1:
                 raise _Fallback
             return index(self)
 
         def __bool__(self):
-            if _VECTOR[0] and np.size(self.handle.data) > 1:
+            if _VECTOR and np.size(self.handle.data) > 1:
                 raise _Fallback
             return get_bool(self)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import grid_loop, memory_events, program_axis
+from . import memory_events, program_axis
 from .batch_memory import resolved_rows
 from .frames import current_pid, user_frame
 from .program_axis import Batch, current_program, is_batched, lane_programs
@@ -556,6 +556,5 @@ def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
     patch(interpreter.GridExecutor, "__call__", launch)
     memory_events.listen("stores", recorder, ("create_masked_store", "create_atomic_rmw"))
     patch(builder, "set_grid_dim", grid_dim)
-    grid_loop.register(recorder)
     recorder.installed = True
     return recorder

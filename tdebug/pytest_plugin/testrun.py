@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from ..catalogue.poison import poisoned_empty
-from ..interpreter.patches import STATE, LaunchRecord, begin_case
+from ..interpreter.patches import STATE, LaunchRecord, announce_launches, begin_case
 from ..report import Finding
 from ..runtime import repro
 from ..runtime.localise import explain
@@ -71,7 +71,7 @@ def prepare_child(channel: Channel, session, settings: Settings) -> None:
 
     torch.set_num_threads(1)
     faulthandler.enable(file=2)
-    STATE.launches = LaunchFeed(channel)
+    announce_launches(LaunchFeed(channel))
     session.enabled = not settings.skip
     session.checks = settings.checks
 

@@ -23,14 +23,15 @@ M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20  # glibc's largest (HEAP_MAX_SIZE / 2 on 64-bit)
 TRIM_THRESHOLD = 1 << 30  # the heap's free top kept up to this many bytes
 
-_DONE: list[bool] = []
+_DONE: bool | None = None  # whether malloc was tuned (None: not tried yet)
 
 
 def keep_freed_memory() -> bool:
     """Tune this process's malloc (once); whether it was tuned."""
-    if _DONE:
-        return _DONE[0]
-    _DONE.append(False)
+    global _DONE
+    if _DONE is not None:
+        return _DONE
+    _DONE = False
     if not settings.get("TDEBUG_KEEP_FREED") or platform.system() != "Linux":
         return False
     if "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
@@ -42,5 +43,5 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    _DONE[0] = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-    return _DONE[0]
+    _DONE = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return _DONE

@@ -107,7 +107,7 @@ def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[P
         patches.install(exact_values=recipe.exact_values)
         if recipe.store_records:
             stores.install()
-        patches.STATE.clamp_config = recipe.clamp_config
+        patches.clamp_configs(recipe.clamp_config)
     elif recipe.pin_autotune:
         patches.pin_autotune()
     if sanitizer is not None:

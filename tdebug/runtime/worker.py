@@ -436,7 +436,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
     """Run a script as __main__ (its arguments in job.argv); its exit code, exception and launches reported,
     with those of the processes it forked or spawned (follower: tdebug.runtime.follow.Follower). index: the
     run's case in a sweep (run_script_sweep planned the cases); 0 and planned here otherwise."""
-    from ..interpreter.patches import STATE, begin_case
+    from ..interpreter.patches import STATE, announce_launches, begin_case
 
     target = job.target
     if not job.sweep_ranks:
@@ -450,7 +450,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
     begin_case(job.config, job.config_rank)
     # Launches are seen where tdebug's interpreter patches run them (not under triton-viz's own launch path).
     result["launches_known"] = STATE.installed and getattr(sanitizer, "computes_outputs", True)
-    STATE.launches = _LaunchEvents(channel)
+    announce_launches(_LaunchEvents(channel))
     if repro.WRITER is not None:
         repro.WRITER.begin_case(Path(target).name + (f" {' '.join(job.argv)}" if job.argv else ""))
     if sanitizer is not None:

@@ -161,6 +161,9 @@ class NanTracker:
         del self.origins[count:]
         self.reached = reached
 
+    def commit(self, token: tuple) -> None:
+        pass
+
     # -- launches -----------------------------------------------------------------------------------
     def begin_launch(self, kernel: str) -> None:
         self.kernel, self.live, self.pending, self.origins = kernel, False, False, []
@@ -335,7 +338,7 @@ class NanTracker:
 
         tracker = self
         builder = interpreter.interpreter_builder
-        program_axis.SIDE_ARRAY_NONE[TAINT] = -1  # a lane with no origin (a predicated loop merges the origins)
+        program_axis.declare_side_array(TAINT, -1)  # a lane with no origin (a predicated loop merges the origins)
         for name in sorted(n for n in dir(builder) if n.startswith("create_") and n not in NOT_ARITHMETIC):
             setattr(self, "_original_" + name, getattr(builder, name))
             patch(builder, name, lambda original, name=name: _watched(tracker, name, original))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import batch_memory, grid_loop, memory_events, prescan, program_axis, provenance
+from ..interpreter import batch_memory, memory_events, prescan, program_axis, provenance
 from ..interpreter.block_pointers import unchecked_dims
 from ..interpreter.frames import user_frame
 from ..interpreter.versions import bind, patcher
@@ -82,8 +82,8 @@ class SanitizerSession:
         from ..interpreter import memory_guard, overflow, viz_decorators
 
         viz_decorators.install()  # a kernel under @triton_viz.trace would hide its accesses from this session
-        overflow.STRICT = "overflow-all" in self.checks
-        memory_guard.STANDS_ASIDE[0] = "bounds" in self.checks  # the checker refuses those lanes itself
+        overflow.set_strict("overflow-all" in self.checks)
+        memory_guard.stand_aside("bounds" in self.checks)  # the checker refuses those lanes itself
         if self.nan is not None:
             self.nan.install()  # layer "nan", below "sanitizer": its store check sees the mask the sanitizer cut
         session = self
@@ -124,12 +124,11 @@ class SanitizerSession:
         builder = interpreter.interpreter_builder
         patch(interpreter.GridExecutor, "_init_args_hst", init_args)
         patch(interpreter.GridExecutor, "__call__", end_launch)
-        memory_events.listen("sanitizer", self)
+        memory_events.listen("sanitizer", self)  # and grid_loop's undo of a batch it splits: our part of it too
         patch(builder, "set_grid_dim", lambda original: _virtual_grid(session, original, "grid_dim", 1))
         patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
         locks.install(lambda: session.current)
         live.install(lambda: session.current)
-        grid_loop.register(self)  # the batched engine undoes a batch it splits: our part of it too
 
     # -- the engine's memory events (interpreter.memory_events) ---------------------------------------------
     def before(self, access: memory_events.Access) -> None:
@@ -151,25 +150,22 @@ class SanitizerSession:
 
     # -- the batched engine's checkpoints (grid_loop.Listener) ---------------------------------------------
     def checkpoint(self) -> tuple:
-        return (self.current, self.current.checkpoint() if self.current is not None else None,
-                self.nan.checkpoint() if self.nan is not None else None)
+        return self.current, self.current.checkpoint() if self.current is not None else None
 
     def rollback(self, token: tuple) -> None:
-        checker, mine, nan = token
+        checker, mine = token
         if checker is not None and mine is not None:
             checker.rollback(mine)
-        if self.nan is not None and nan is not None:
-            self.nan.rollback(nan)
 
     def commit(self, token: tuple) -> None:
-        checker, mine, _ = token
+        checker, mine = token
         if checker is not None and mine is not None:
             checker.commit(mine)
 
     def serial_reason(self, token: tuple) -> str | None:
         """A race between programs of a batch: which access of the pair is reported, and what memory holds
         after, depend on the programs' order; the serial engine's order is the reference."""
-        checker, mine, _ = token
+        checker, mine = token
         if checker is None or mine is None:
             return None
         before = sum(i.count for i in mine[0].values() if i.check == "race")
@@ -220,7 +216,7 @@ class SanitizerSession:
                 for v in shadow.views:
                     self.case_stored.setdefault((v.home_ptr, v.name), v)
                     if v.was_empty:
-                        OUTPUTS.by_storage[v.home_ptr] = (checker.kernel, v.name)
+                        OUTPUTS.stored(v.home_ptr, checker.kernel, v.name)
         return checker
 
     def _check(self, kind: str, ptrs, mask, unmasked: bool, volatile: bool = False) -> np.ndarray | None:
@@ -294,7 +290,7 @@ class SanitizerSession:
 
         from triton.runtime import interpreter
 
-        from ..interpreter.patches import STATE
+        from ..interpreter.patches import STATE, forget_launches
 
         grid = tuple(interpreter.interpreter_builder.grid_dim)
         views = [v for s in checker.shadows for v in s.views]
@@ -308,7 +304,7 @@ class SanitizerSession:
                 original_call(one, *args, **kwargs)
             finally:
                 self.probing = None
-                del STATE.launches[records:]
+                forget_launches(records)
 
         if self.nan is not None:
             self.nan.enabled = False

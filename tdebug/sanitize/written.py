@@ -85,6 +85,10 @@ class Outputs:
     def __init__(self) -> None:
         self.by_storage: dict[int, tuple[str, str]] = {}
 
+    def stored(self, storage: int, kernel: str, argument: str) -> None:
+        """`kernel` stored to the tracked allocation `storage` through its argument `argument`."""
+        self.by_storage[storage] = (kernel, argument)
+
 
 OUTPUTS = Outputs()
 

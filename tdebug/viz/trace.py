@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import grid_loop, memory_events, program_axis
+from ..interpreter import memory_events, program_axis
 from ..interpreter.versions import bind, patcher
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
@@ -91,26 +91,13 @@ CURRENT: LaunchTrace | None = None
 
 
 class _Recorder:
-    """Each memory op of the launch traced (interpreter.memory_events), with the mask the kernel gave it."""
+    """Each memory op of the launch traced (interpreter.memory_events), with the mask the kernel gave it; the
+    batched engine undoes a batch it splits (its checkpoints): the accesses it traced go too."""
 
     @staticmethod
     def before(access: memory_events.Access) -> None:
         if CURRENT is not None:
             CURRENT.record(access.kind, access.ptrs, access.mask)
-
-
-def _named_args(original):
-    def _init_args_hst(*args, **kwargs):
-        args_hst, kwargs_hst = original(*args, **kwargs)  # relocated by safe_launch: the addresses traced
-        if CURRENT is not None:
-            CURRENT.add_args(list(bind(original, args, kwargs).arguments["self"].arg_names), args_hst, kwargs_hst)
-        return args_hst, kwargs_hst
-
-    return _init_args_hst
-
-
-class _Checkpoints:
-    """The batched engine undoes a batch it splits (grid_loop.Listener): the accesses it traced go too."""
 
     def checkpoint(self) -> tuple:
         launch = CURRENT
@@ -125,6 +112,16 @@ class _Checkpoints:
         pass
 
 
+def _named_args(original):
+    def _init_args_hst(*args, **kwargs):
+        args_hst, kwargs_hst = original(*args, **kwargs)  # relocated by safe_launch: the addresses traced
+        if CURRENT is not None:
+            CURRENT.add_args(list(bind(original, args, kwargs).arguments["self"].arg_names), args_hst, kwargs_hst)
+        return args_hst, kwargs_hst
+
+    return _init_args_hst
+
+
 def install(session: TraceSession) -> None:
     """Trace every launch from now on; call after interpreter.patches.install() and safe_launch.install()."""
     global SESSION
@@ -134,8 +131,7 @@ def install(session: TraceSession) -> None:
     builder = interpreter.interpreter_builder
     patch(interpreter.GridExecutor, "_init_args_hst", _named_args)
     memory_events.listen("trace", _Recorder())
-    grid_loop.register(_Checkpoints())
-    program_axis.PER_LANE[0] = False  # its records are one program's accesses at a time
+    program_axis.set_per_lane(False)  # its records are one program's accesses at a time
     serve = _viz_server_run() if session.keep_for_server else None
 
     def make(original):

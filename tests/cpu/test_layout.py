@@ -286,3 +286,88 @@ def test_an_event_is_made_only_through_its_type():
         Event("progress")  # no such kind: the parent would not read it
     with pytest.raises(TypeError):
         event.data["index"] = 3  # frozen
+
+
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "update", "setdefault", "popitem", "add", "discard"}
+
+
+def _foreign_writes(source: str, path: Path) -> list[str]:
+    """`line: target` for every assignment, augmented assignment, `del` or setattr() in `source` (the module at
+    `path`) that writes into another tdebug module: an attribute or item of a module it imports, or of a name
+    it imports from one (`from .patches import STATE; STATE.x = ...`); and every call of a list, dict or set
+    mutator on a module's global (`grid_loop.FORCE_SERIAL.append(...)`). Such state is set through a function
+    of the module that owns it."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    foreign = set()
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("tdebug"):
+                foreign |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            foreign |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("tdebug")}
+
+    def root(t: ast.expr) -> ast.expr:
+        while isinstance(t, (ast.Attribute, ast.Subscript)):
+            t = t.value
+        return t
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+            targets = [ast.Attribute(node.args[0], "?")] if node.args else []
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS \
+                and isinstance(node.func.value, ast.Attribute) and isinstance(node.func.value.value, ast.Name):
+            targets = [node.func.value]  # module.GLOBAL.append(...); an object's own methods (RECORDER.clear()) pass
+        else:
+            continue
+        flat = [e for t in targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+        for t in flat:
+            r = root(t)
+            if t is not r and isinstance(r, ast.Name) and r.id in foreign:
+                found.append(f"{node.lineno}: {ast.unparse(t)}")
+    return found
+
+
+def test_no_module_writes_another_modules_global():
+    """A module's state is written by that module only (its functions: program_axis.set_current(),
+    overflow.set_strict(), ...): a launch can be followed through the engine by reading who calls them.
+    versions.py alone patches other modules (Triton's, by its declared table)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "versions.py" and path.parent.name == "interpreter":
+            continue
+        writes = _foreign_writes(path.read_text(), path)
+        if writes:
+            found[str(path.relative_to(PACKAGE.parent))] = writes
+    assert not found, found
+
+
+def test_a_write_into_another_module_is_caught():
+    path = PACKAGE / "sanitize" / "session.py"
+    planted = ("from ..interpreter import memory_guard, overflow, program_axis\n"
+               "from ..interpreter.patches import STATE\n"
+               "import tdebug.interpreter.grid_loop as grid_loop\n"
+               "def f(batch):\n"
+               "    program_axis.CURRENT = batch\n"
+               "    memory_guard.STANDS_ASIDE[0] = True\n"
+               "    overflow.STRICT += 1\n"
+               "    STATE.clamp_config, x = True, 1\n"
+               "    setattr(grid_loop, 'FORCE_SERIAL', True)\n"
+               "    del program_axis.PER_LANE\n"
+               "    grid_loop.FORCE_SERIAL.append('why')\n"
+               "    program_axis.set_current(batch)\n"  # through the owner's function: allowed
+               "    y = program_axis.CURRENT\n")
+    assert sorted(_foreign_writes(planted, path)) == [
+        "10: program_axis.PER_LANE", "11: grid_loop.FORCE_SERIAL", "5: program_axis.CURRENT",
+        "6: memory_guard.STANDS_ASIDE[0]", "7: overflow.STRICT", "8: STATE.clamp_config", "9: grid_loop.?"]
