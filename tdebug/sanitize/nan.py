@@ -317,6 +317,10 @@ class NanTracker:
             r = self.reached.get(key)
             if r is None:
                 r = self.reached[key] = _Reached(origin, tensor, store, self.kernel, stored)
+            elif origin.pid < r.origin.pid:
+                # Two ops of one line made NaN/Infs that reach this store (`tl.dot(a * s, b)`): the finding names the
+                # op of the first program in the serial engine's order, whichever engine recorded which first.
+                r.origin = origin
             r.count += int(lanes.sum())
             # The first programs in the serial engine's order, each one's lanes in its order: the same examples
             # whichever engine ran the programs.

@@ -227,3 +227,24 @@ def scenario_findings_order(seed: int):
     y = torch.empty(64 + 60)  # the last store runs past the end in the last program
     findings_order_kernel[(4,)](x, y, 64, BLOCK=16)
     return y
+
+
+@triton.jit
+def scaled_dot_kernel(a_ptr, s_ptr, b_ptr, c_ptr, N: tl.constexpr):
+    """Two ops of one line make Infs: the scaling in one program, tl.dot in another (found by the fuzzer)."""
+    pid = tl.program_id(0)
+    r = tl.arange(0, N)
+    tile = r[:, None] * N + r[None, :]
+    c = tl.dot(tl.load(a_ptr + pid * N * N + tile) * tl.load(s_ptr + pid), tl.load(b_ptr + tile))
+    tl.store(c_ptr + pid * N * N + tile, c)
+
+
+def scenario_two_origins_on_one_line(seed: int):
+    a = _rand(seed, 2, 16, 16).abs() + 1.0
+    a[0] *= 1e20  # program 0: finite after the scaling, the dot overflows
+    a[1] *= 1e30  # program 1: the scaling overflows
+    s = torch.tensor([1.0, 1e10])
+    b = _rand(seed + 1, 16, 16).abs() * 1e20 + 1e20
+    c = torch.empty(2, 16, 16)
+    scaled_dot_kernel[(2,)](a, s, b, c, N=16)
+    return c
