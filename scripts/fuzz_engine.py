@@ -29,7 +29,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 
 import kernel_fuzz  # noqa: E402
 from hypothesis import HealthCheck, Phase, find, settings  # noqa: E402
-from hypothesis.errors import NoSuchExample  # noqa: E402
+from hypothesis.errors import Flaky, NoSuchExample  # noqa: E402
 
 
 class OutOfTime(BaseException):
@@ -66,6 +66,7 @@ def main(argv: list[str]) -> int:
     deadline = started + args.minutes * 60
     classes: dict[str, kernel_fuzz.Outcome] = {}
     disagreeing = 0
+    flaky: list[Path] = []  # kernels that disagreed once and agreed when run again: nondeterminism, a finding too
     rng = random.Random(args.seed)
     rounds = 0
     while time.perf_counter() < deadline:
@@ -73,8 +74,10 @@ def main(argv: list[str]) -> int:
         target: list[str] = []
         counted: set[str] = set()
         stop = [deadline]
+        last_hit: list = [None]
 
-        def condition(kernel: kernel_fuzz.Kernel, target=target, counted=counted, stop=stop) -> bool:
+        def condition(kernel: kernel_fuzz.Kernel, target=target, counted=counted, stop=stop,
+                      last_hit=last_hit) -> bool:
             nonlocal disagreeing
             key = f"{kernel.seed}\n{kernel.source}"
             if time.perf_counter() > stop[0] and key not in runner.memo:
@@ -88,6 +91,7 @@ def main(argv: list[str]) -> int:
                 counted.add(key)
                 disagreeing += 1
             sig = o.signature()
+            last_hit[0] = kernel
             if not target and sig not in classes:
                 target.append(sig)
                 stop[0] = min(deadline + SHRINK_SECONDS, time.perf_counter() + SHRINK_SECONDS)
@@ -99,6 +103,16 @@ def main(argv: list[str]) -> int:
             kernel = find(kernel_fuzz.kernels(), condition, settings=budget, random=random.Random(rng.getrandbits(64)))
         except (NoSuchExample, OutOfTime):
             break
+        except Flaky:  # the disagreement did not come back when hypothesis ran the kernel again
+            kernel = last_hit[0]
+            if kernel is not None:
+                path = out / f"flaky_{len(flaky) + 1}.py"
+                path.write_text(kernel_fuzz.module_source(kernel) + "\n\nSEED = " + str(kernel.seed) + "\n\n# the "
+                                "engines disagreed on this kernel once and agreed when it ran again\n")
+                flaky.append(path)
+                print(f"[{(time.perf_counter() - started) / 60:.1f} min] a disagreement that did not come back: {path}",
+                      flush=True)
+            continue
         sig = runner.outcome(kernel).signature()
         if sig in classes:
             continue
@@ -116,6 +130,7 @@ def main(argv: list[str]) -> int:
     report = {
         "kernels": runner.tried, "minutes": round(minutes, 2), "kernels_per_minute": round(runner.tried / minutes, 1),
         "disagreeing_kernels": disagreeing, "invalid_kernels": len(runner.invalid),
+        "flaky": [str(p) for p in flaky],
         "invalid": [{"error": e, "source": src} for e, src in runner.invalid[:20]],
         "classes": [{"signature": sig, "file": str(out / f"disagreement_{i + 1}.py"),
                      "statements": o.kernel.statements, "summary": o.summary()}
@@ -133,12 +148,13 @@ def main(argv: list[str]) -> int:
         print(f"  {kind}: " + ", ".join(items))
     for error, source in runner.invalid[:3]:
         print(f"invalid kernel: {error}\n{source}")
-    print(f"{len(classes)} classes of disagreement" + (f", minimal kernels in {out}" if classes else ""))
+    print(f"{len(classes)} classes of disagreement" + (f", minimal kernels in {out}" if classes else "")
+          + (f"; {len(flaky)} disagreement(s) that did not come back ({', '.join(map(str, flaky))})" if flaky else ""))
     for i, o in enumerate(classes.values()):
         print(f"  disagreement_{i + 1}.py: {o.summary().splitlines()[0]}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str))
-    return 1 if classes or disagreeing else 0
+    return 1 if classes or disagreeing or flaky else 0
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ NOT_ARITHMETIC = frozenset({
     "create_assume", "create_barrier", "create_make_block_ptr", "create_advance",
     "create_make_tensor_descriptor", "create_histogram", "create_int_to_ptr", "create_ptr_to_int",
     "create_extern_elementwise", "create_inline_asm",
+    "create_bitcast",  # moves bits: an Inf it shows was in the integer (a float atomic's old value), not made here
 })
 # Ops that move lanes without computing: the origin ids move the same way (the op itself is applied to them).
 SHAPE_OPS = frozenset({

@@ -248,3 +248,25 @@ def scenario_two_origins_on_one_line(seed: int):
     c = torch.empty(2, 16, 16)
     scaled_dot_kernel[(2,)](a, s, b, c, N=16)
     return c
+
+
+@triton.jit
+def running_min_kernel(x_ptr, acc_ptr, old_ptr, big_ptr, B: tl.constexpr):
+    """A float atomic_min (Triton builds it from integer atomics and bitcasts) hands back the old value, inf at
+    first: moved bits, not an Inf made here; the exp that overflows in another program is the only origin."""
+    pid = tl.program_id(0)
+    lane = tl.arange(0, B)
+    x = tl.load(x_ptr + pid * B + lane)
+    tl.store(big_ptr + pid * B + lane, tl.exp(x))
+    old = tl.atomic_min(acc_ptr + lane % 4, x)
+    tl.store(old_ptr + pid * B + lane, old)
+
+
+def scenario_float_atomic_min_returns_inf(seed: int):
+    x = _rand(seed, 4, 8)
+    x[2, 3] = 100.0  # exp overflows in program 2
+    acc = torch.full((4,), float("inf"))
+    old = torch.empty(4, 8)
+    big = torch.empty(4, 8)
+    running_min_kernel[(4,)](x, acc, old, big, B=8)
+    return [acc, old, big]
