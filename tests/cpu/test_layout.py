@@ -29,6 +29,14 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _absolute(node: ast.ImportFrom, package: list[str]) -> str:
+    """The module a `from ... import` names, a relative one resolved against the importing file's package."""
+    if not node.level:
+        return node.module or ""
+    base = package[: len(package) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, absolute module) for every tdebug import in the file, lazy ones inside functions included."""
     name = _module_name(path)
@@ -36,11 +44,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _absolute(node, package)
             if not target.startswith("tdebug"):
                 continue
             for alias in node.names:  # `from . import x` imports the module tdebug.<pkg>.x
@@ -303,11 +307,7 @@ def _foreign_writes(source: str, path: Path) -> list[str]:
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _absolute(node, package)
             if target.startswith("tdebug"):
                 foreign |= {a.asname or a.name for a in node.names}
         elif isinstance(node, ast.Import):
