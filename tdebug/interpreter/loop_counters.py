@@ -63,8 +63,9 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 
 
 def counted(iterable: Iterable) -> Iterator:
-    """The loop's values as LoopCounters (ints: what range and the predicated loop give)."""
-    return map(LoopCounter, iterable)
+    """The loop's values as LoopCounters (ints: what range and the predicated loop give; a predicated loop whose
+    start differs between programs gives per-program tensors, kept as they are)."""
+    return (LoopCounter(v) if type(v) is int else v for v in iterable)
 
 
 def _counts(call: ast.expr) -> bool:

@@ -111,7 +111,8 @@ class LoopRewriter:
         node.iter = at_call.helper("loop", [at_call.constant(target), call.func] + call.args, call.keywords)
         begin = at.assign(state, at.helper("begin", [at.locals()]))
         made = [begin]  # the statements made here, in the order they run around the loop's own
-        reads = [n for n in _read(node.body) if n != target and n in self.local]
+        # The loop variable too: a per-program one (a start that differs between programs) is cut like any value.
+        reads = [n for n in _read(node.body) if n in self.local]
         # The function's other locals: those holding a per-program integer scalar are cut too (tdebug's store
         # records read every such local of the frame, and must find them all with the same programs).
         scalars = sorted(self.local - set(reads) - {target})
@@ -224,31 +225,48 @@ def _per_program(value: Any, batch) -> np.ndarray | None:
 
 
 def loop(target: str, make_range: Callable, *args: Any, **kwargs: Any) -> Iterator[int] | range:
-    """The loop's iterable: the range itself, or (only its stop differing between the batch's programs) the
-    predicated iteration to the largest stop. `target`: the loop variable's name."""
+    """The loop's iterable: the range itself, or (its start or stop differing between the batch's programs) the
+    predicated iteration to the largest trip count. `target`: the loop variable's name."""
     batch = program_axis.CURRENT
     if batch is None or batch.index is not None or len(args) not in (1, 2, 3):
         return make_range(*args, **kwargs)
     frame = sys._getframe(1)
     batch.loop_scalars.pop((frame.f_code, target), None)  # an earlier loop's values are stale now
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-    stops = _per_program(stop, batch)
-    if stops is None or _per_program(start, batch) is not None or _per_program(step, batch) is not None:
-        return make_range(*args, **kwargs)  # agreeing programs, or a start or step that differs: as before
-    active = batch.active
-    decided = stops if active is None else stops[active]
-    if (decided == decided[0]).all():
-        return make_range(*args, **kwargs)
-    start, step = _int(start), _int(step)  # one value for every program (checked above)
+    starts, stops = _per_program(start, batch), _per_program(stop, batch)
+    if (starts is None and stops is None) or _per_program(step, batch) is not None:
+        return make_range(*args, **kwargs)  # agreeing programs, or a step that differs: as before
+    step = _int(step)
     if step == 0:
         return make_range(*args, **kwargs)  # range's own error
-    trips = np.maximum(0, -(-(stops - start) // step)) if step > 0 else np.maximum(0, -(-(start - stops) // -step))
+    active = batch.active
+    if starts is not None and _alike(starts, active):
+        start, starts = _first(starts, active), None
+    if starts is None:
+        start = _int(start)
+        if _alike(stops, active):
+            return make_range(*args, **kwargs)
+    begins = start if starts is None else starts
+    ends = np.full(batch.size, _int(stop), dtype=np.int64) if stops is None else stops
+    trips = np.maximum(0, -(-(ends - begins) // step)) if step > 0 else np.maximum(0, -(-(begins - ends) // -step))
     if active is not None:
         trips = np.where(active, trips, 0)
-    deciding = trips if active is None else trips[active]
-    if (deciding == deciding[0]).all():  # different stops, the same iterations
+    if starts is None and _alike(trips, active):  # different stops, the same iterations
+        deciding = trips if active is None else trips[active]
         return range(start, start + int(deciding[0]) * step, step)
-    return _iterate(batch, start, trips, step, (frame.f_code, target), frame.f_locals.get(target))
+    return _iterate(batch, begins, trips, step, (frame.f_code, target), frame.f_locals.get(target))
+
+
+def _alike(values: np.ndarray, active: np.ndarray | None) -> bool:
+    """Do the programs in the loop (all: active None) agree on `values`?"""
+    decided = values if active is None else values[active]
+    return decided.size == 0 or bool((decided == decided[0]).all())
+
+
+def _first(values: np.ndarray, active: np.ndarray | None) -> int:
+    """The value the programs in the loop agree on."""
+    decided = values if active is None else values[active]
+    return int(decided[0]) if decided.size else int(values[0])
 
 
 def _int(value: Any) -> int:
@@ -256,24 +274,46 @@ def _int(value: Any) -> int:
     return operator.index(value)
 
 
-def _iterate(batch, start: int, trips: np.ndarray, step: int, key: tuple, before: Any) -> Iterator[int]:
+def _iterate(batch, start: int | np.ndarray, trips: np.ndarray, step: int, key: tuple, before: Any) -> Iterator:
+    """The predicated iterations. A start per program (an array) makes the loop variable a per-program int scalar
+    tensor, as compiled (its counter is one): int32 where every value fits, as loop_counters' LoopCounter."""
     from .grid_loop import STATS
 
     batch.trip_counts = trips  # what a split groups the programs by, if predication gives up
     STATS.predicated_loop()
-    for k in range(int(trips.max())):
+    last = start + (trips - 1) * step
+    per_program = isinstance(start, np.ndarray)
+    if per_program:
+        dtype = np.int32 if _fits_int32(start) and _fits_int32(last) else np.int64
+    for k in range(int(trips.max(initial=0))):
         batch.push_predicate(trips > k)
         try:
-            yield start + k * step
+            yield _program_scalars(start + k * step, dtype) if per_program else start + k * step
         finally:
             batch.pop_predicate()
     # The loop variable's value after the loop differs between programs (the kernel never reads it: the rewrite
     # checked; tdebug's store records name programs by their integer locals): each program's own last value,
     # its value from before the loop where it made no iteration (none: not bound).
-    last = start + (trips - 1) * step
     held = type(before) is int or type(before) is LoopCounter
-    batch.loop_scalars[key] = program_axis.LoopValues(np.where(trips > 0, last, before if held else 0),
-                                                      bound=(trips > 0) | held)
+    earlier = _per_program(before, batch)
+    if earlier is not None:
+        held = True
+    else:
+        earlier = before if held else 0
+    batch.loop_scalars[key] = program_axis.LoopValues(np.where(trips > 0, last, earlier), bound=(trips > 0) | held)
+
+
+def _fits_int32(values: np.ndarray) -> bool:
+    return bool(values.size == 0 or (values.min() >= -(2**31) and values.max() < 2**31))
+
+
+def _program_scalars(values: np.ndarray, dtype) -> Any:
+    """An int scalar tensor holding one value per program of the batch (as tl.program_id's)."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    ty = tl.int32 if dtype == np.int32 else tl.int64
+    return tl.tensor(mark(TensorHandle(values.astype(dtype).reshape(-1, 1), ty)), ty)
 
 
 class _Iteration:
@@ -487,6 +527,13 @@ def _merge(state: _Iteration, old: Any, new: Any, name: str) -> Any:
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
 
+    # A loop variable per program on one side, one int on the other (a loop whose start differs between the
+    # programs in one iteration and agrees in another): the int as a per-program value of the same type.
+    if _kind(new) is int and _is_program_scalar(old, state.batch.size):
+        new = _as_program_scalars(new, old, state.batch.size)
+    elif _kind(old) is int and _is_program_scalar(new, state.batch.size):
+        old = _as_program_scalars(old, new, state.batch.size)
+
     if isinstance(new, tl.tensor) and isinstance(old, tl.tensor) and type(new) is type(old) \
             and type(new.handle) is TensorHandle and type(old.handle) is TensorHandle and new.type == old.type:
         handle = _merge_handles(state, old.handle, new.handle)
@@ -498,6 +545,21 @@ def _merge(state: _Iteration, old: Any, new: Any, name: str) -> Any:
         return new
     _give_up(state.batch, f"`{name}` cannot be carried per program")
     return new
+
+
+def _is_program_scalar(value: Any, size: int) -> bool:
+    import triton.language as tl
+
+    return isinstance(value, tl.tensor) and getattr(value.handle, MARK, False) and not value.type.is_block() \
+        and value.dtype.is_int() and np.shape(value.handle.data) == (size, 1) and not _extras(value.handle)
+
+
+def _as_program_scalars(value: int, like: Any, size: int) -> Any:
+    """The int `value` for every program, as the per-program scalar `like` (its type)."""
+    dtype = np.asarray(like.handle.data).dtype
+    if not np.iinfo(dtype).min <= int(value) <= np.iinfo(dtype).max:
+        return value  # another type: not carried (the merge gives up)
+    return _program_scalars(np.full(size, int(value), dtype=np.int64), dtype)
 
 
 def _kind(value: Any) -> type | None:

@@ -75,12 +75,13 @@ def test_predicated_loops_identical_under_both_engines():
     assert report["differences"] == [], report["differences"]
     runs = report["scenarios"]
     for name in ("online_softmax", "own_bound", "silent_past_bound", "effects_in_loop", "strided_bound",
-                 "python_number", "varlen_recurrence"):  # predicated, nothing given up
+                 "python_number", "varlen_recurrence", "split_start", "ragged_start"):  # predicated, nothing given up
         assert runs[f"scenario_{name}"]["predicated_loops"] >= 1 and runs[f"scenario_{name}"]["splits"] == 0, name
         assert runs[f"scenario_{name}"]["batched_launches"] >= 1, name
     # Programs past their own bound make no access, assert or NaN report; the real out-of-bounds read does.
     assert runs["scenario_own_bound"]["findings"] == ["bounds"]
     assert runs["scenario_silent_past_bound"]["findings"] == []
+    assert runs["scenario_ragged_start"]["findings"] == ["bounds"]  # the last program's start lies past x
     # A Python number changed by a nested loop: predication gives up, the batch splits by trip count.
     assert runs["scenario_nested"]["splits"] >= 1
     # A real error while other programs are past their bound: raised again by its own program.
@@ -88,7 +89,7 @@ def test_predicated_loops_identical_under_both_engines():
     assert "program (3, 0, 0)" in runs["scenario_late_error"]["error"]
     # Iterations with few programs left in the loop ran on those programs only (compacted), the same results.
     for name in ("online_softmax", "own_bound", "silent_past_bound", "effects_in_loop", "varlen_recurrence",
-                 "nested_ragged"):
+                 "nested_ragged", "ragged_start"):
         assert runs[f"scenario_{name}"]["compacted_iterations"] >= 1, name
 
 

@@ -270,3 +270,51 @@ def scenario_nested_ragged(seed: int):
     out = torch.full((8 * 64, 4), float("nan"))
     nested_ragged_kernel[(8,)](x, out, BLOCK=4)
     return out
+
+
+@triton.jit
+def split_start_kernel(a_ptr, out_ptr, partial_ptr, K, K_PER: tl.constexpr, BLOCK: tl.constexpr):
+    """Split-K style: program (row, s) walks its own slice of K (the loop's start depends on the program, its trip
+    count does not), stores each step's running sum and adds its total into the row's with an atomic."""
+    row = tl.program_id(0)
+    s = tl.program_id(1)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for k in range(s * K_PER, s * K_PER + K_PER, BLOCK):
+        acc += tl.load(a_ptr + row * K + k + offs)
+        tl.store(partial_ptr + row * K + k + offs, acc)
+    tl.atomic_add(out_ptr + row * BLOCK + offs, acc)
+
+
+def scenario_split_start(seed: int):
+    rows, k = 5, 64
+    a = _rand(seed, rows, k)
+    out = torch.zeros(rows, 8)
+    partial = torch.full((rows, k), float("nan"))
+    split_start_kernel[(rows, 4)](a, out, partial, k, K_PER=16, BLOCK=8)
+    return out, partial
+
+
+@triton.jit
+def ragged_start_kernel(x_ptr, starts_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Start and stop both per program (a loaded start, a pid-dependent stop): ragged trip counts, iterations with
+    few programs left run compacted; an inner loop starts at the outer one's variable; the last program's
+    start lies one block past x (a bounds finding from that program only)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    begin = tl.load(starts_ptr + pid)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(begin, begin + pid + 1):
+        acc += tl.load(x_ptr + i * BLOCK + offs)
+        for j in range(i, i + 2):
+            acc += j.to(tl.float32)
+        tl.store(out_ptr + (pid * 16 + i - begin) * BLOCK + offs, acc)
+    tl.store(out_ptr + (pid * 16 + 15) * BLOCK + offs, acc)
+
+
+def scenario_ragged_start(seed: int):
+    x = _rand(seed, 20, 4)
+    starts = torch.tensor([3, 0, 7, 1, 2, 9, 4, 13], dtype=torch.int32)
+    out = torch.full((8 * 16, 4), float("nan"))
+    ragged_start_kernel[(8,)](x, starts, out, BLOCK=4)
+    return out
