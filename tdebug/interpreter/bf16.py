@@ -88,6 +88,8 @@ def fp64_to_fp32_odd(values: np.ndarray) -> np.ndarray:
         past = finite & (np.abs(near.astype(np.float64)) > np.abs(values))
         near = np.where(past, np.nextafter(near, np.float32(0)), near)
         inexact = finite & (near.astype(np.float64) != values)
+    if not finite.all() and (np.isfinite(values) & ~np.isfinite(near)).any():
+        raise_overflow_flag()  # past fp32's range: Inf, flagged as numpy's own cast would
     return (near.view(np.uint32) | inexact.astype(np.uint32)).view(np.float32)
 
 

@@ -212,28 +212,32 @@ class Issue:
     count: int = 0
     pids: list[tuple[int, ...]] = field(default_factory=list)
     indices: list = field(default_factory=list)
-    _seq: dict = field(default_factory=dict, repr=False)  # examples kept so far, per program
-    _ranked: list = field(default_factory=list, repr=False)  # (pid, that program's example number, example)
+    _by_pid: dict = field(default_factory=dict, repr=False)  # program -> its first examples, in its own order
 
     def add(self, count: int, pid: tuple[int, ...], examples: list) -> None:
         """Count lanes; keep the examples of the first programs in the serial engine's order (pid order), each
-        program's in its own order: the same examples whichever engine ran the programs, in whatever order."""
+        program's in its own order, an element once: the same examples whichever engine ran the programs, in
+        whatever order their accesses came (which element an earlier program also reached decides nothing)."""
         self.count += count
         if pid not in self.pids:
             self.pids = sorted(self.pids + [pid])[:MAX_EXAMPLES]
-        seq = self._seq.get(pid, 0)
+        own = self._by_pid.setdefault(pid, [])
         for e in examples:
-            if any(e == x for _, _, x in self._ranked):
+            if len(own) < MAX_EXAMPLES and not any(e == x for x in own):
+                own.append(e)
+        # The first MAX_EXAMPLES distinct examples in (program, its order); later programs' cannot count any more
+        # (an earlier program's list only grows), so they are let go.
+        kept: list = []
+        for p in sorted(self._by_pid):
+            if len(kept) >= MAX_EXAMPLES:
+                del self._by_pid[p]
                 continue
-            self._ranked.append((pid, seq, e))
-            seq += 1
-        self._seq[pid] = seq
-        self._ranked = sorted(self._ranked, key=lambda r: (r[0], r[1]))[:MAX_EXAMPLES]
-        self.indices = [e for _, _, e in self._ranked]
+            kept.extend(e for e in self._by_pid[p] if not any(e == x for x in kept))
+        self.indices = kept[:MAX_EXAMPLES]
 
     def copy(self) -> Issue:
-        return replace(self, pids=list(self.pids), indices=list(self.indices), _seq=dict(self._seq),
-                       _ranked=list(self._ranked))
+        return replace(self, pids=list(self.pids), indices=list(self.indices),
+                       _by_pid={p: list(v) for p, v in self._by_pid.items()})
 
     def finding(self) -> Finding:
         t = self.tensor
@@ -758,8 +762,11 @@ class LaunchChecker:
         s.stored = True
         if kind != "store" and "uninit" in checks and s.maybe_cold:
             # An atomic reads the old value before it writes: on torch.empty memory it adds to garbage.
+            cold = ~s.init[elems]
+            if lanes and cold.any():  # an element an earlier program of this op reached first: written by now
+                cold &= s.programs_per_element(elems, linear_pid, last=False)[0] == linear_pid
             self._report("uninit", "atomic read-modify-write of tensor '{}' memory that nothing has written "
-                         "(allocated with torch.empty): it combines with garbage", s, elems, ~s.init[elems],
+                         "(allocated with torch.empty): it combines with garbage", s, elems, cold,
                          linear_pid, pid, where)
         role, table = ("writer", "writer") if kind == "store" else ("atomic", "atomic_by")
         if race:

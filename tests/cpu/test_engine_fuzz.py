@@ -77,3 +77,5 @@ def test_what_the_fuzzer_found_is_identical_under_both_engines():
     # What each finds, whichever engine: the checks still fire.
     assert runs["scenario_split_after_reads"]["findings"] == ["race", "uninit", "uninit"]
     assert runs["scenario_log_then_sum"]["findings"] == ["nan"]
+    assert runs["scenario_uninit_in_ragged_loop"]["findings"] == ["uninit", "uninit"]
+    assert runs["scenario_fma_overflow"]["findings"] == ["nan"]

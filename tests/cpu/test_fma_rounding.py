@@ -130,3 +130,21 @@ def test_fp32_results_below_the_smallest_normal_number_are_rounded_once():
     assert (got.astype(np.float64) == (m + 1) * 2.0**-149).all()
     twice = (a * b + c).astype(np.float32)  # the fp64 sum rounded again: ties to even
     assert (twice.astype(np.float64) != got.astype(np.float64)).sum() > 300
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_an_overflow_of_the_fused_rounding_raises_numpys_flag(name):
+    """Finite factors whose exact product lies past the dtype's range: Inf, with numpy's overflow flag raised (as
+    the unfused op's) so that the NaN/Inf check sees an Inf made from finite operands; none for finite results."""
+    big = {"fp32": 3e38, "fp16": 6e4, "bf16": 3e38}[name]
+    a = handle(np.array([big, 1.5]), name)
+    c = handle(np.array([1.0, 1.0]), name)
+    flags: list[str] = []
+    with np.errstate(over="call", invalid="call", call=lambda error, _flag: flags.append(error)):
+        out = fused(a, a, c, 1.0, 1.0, name)
+        assert flags == ["overflow"]
+        values = bf16_to_fp32(out) if name == "bf16" else out.astype(np.float64)
+        assert np.isinf(values[0]) and values[1] == 1.5 * 1.5 + 1.0
+        flags.clear()
+        fused(c, c, c, 1.0, 1.0, name)
+        assert flags == []

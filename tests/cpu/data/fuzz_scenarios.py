@@ -168,3 +168,44 @@ def scenario_log_then_sum(seed: int):
     out = torch.empty(2)
     log_then_sum_kernel[(2,)](x, out, B=8)
     return out
+
+
+@triton.jit
+def uninit_in_ragged_loop_kernel(x_ptr, B: tl.constexpr):
+    """Program p reads p % 4 + 1 overlapping windows; the upper half of x was never written. The serial engine
+    meets program 3's windows one after the other, the batched one iteration by iteration, every program's
+    window at once (program 4's reaches element 16 before program 3's second window does)."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    v = tl.load(x_ptr + offs, mask=offs < 28)
+    for i in range(0, pid % 4 + 1):
+        v += tl.load(x_ptr + offs + i, mask=offs + i < 28, other=0)
+
+
+def scenario_uninit_in_ragged_loop(seed: int):
+    """Same count and programs, other example elements: [14, 15, 16, 17] serial, [14, 15, 18, 16] batched."""
+    x = torch.empty(28)
+    x[:14] = _rand(seed, 14)
+    uninit_in_ragged_loop_kernel[(7,)](x, B=4)
+    return x
+
+
+@triton.jit
+def fma_overflow_kernel(x_ptr, out_ptr, B: tl.constexpr):
+    """tl.fma of two huge finite values overflows to Inf; a later line's addition overflows too, unstored."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    v = tl.load(x_ptr + offs)
+    f = tl.fma(v, v, 1.0)
+    w = v + v  # noqa: F841 - an Inf nobody stores: no finding, but it made the serial engine look at later ops
+    tl.store(out_ptr + offs, f)
+
+
+def scenario_fma_overflow(seed: int):
+    """The fused rounding hid numpy's overflow flag: the serial engine named program 1's fma only (program 0's
+    unstored `v + v` had switched the check on), the batched one no origin at all (every fma ran first)."""
+    x = _rand(seed, 16)
+    x[1], x[9] = 3e38, -3e38
+    out = torch.empty(16)
+    fma_overflow_kernel[(2,)](x, out, B=8)
+    return out

@@ -251,7 +251,9 @@ class Writer:
         b, bd, is_lit = self.operand(a)
         ops = ["+", "-", "*", "/"] + (["//", "%", "&", "|", "^", "<<", ">>"] if a.dtype in INTS else [])
         op = self.pick(ops)
-        if op in ("//", "%", "&", "|", "^") and (bd in FLOATS or bd.startswith("u") != a.dtype.startswith("u")):
+        differ = bd.startswith("u") != a.dtype.startswith("u")  # Triton refuses /, // and % across signedness
+        if (op in ("//", "%", "&", "|", "^") and (bd in FLOATS or differ)) or (
+                op == "/" and a.dtype in INTS and bd in INTS and differ):
             b, bd, is_lit = f"({b}).to({TL[a.dtype]})" if not is_lit else b, a.dtype, is_lit
         if op in ("<<", ">>"):
             b, bd, is_lit = self.pick(["1", "3", "7"]), a.dtype, True
