@@ -537,13 +537,16 @@ class Writer:
             self.indent -= 1
 
     def stmt_loop(self) -> None:
-        form = self.pick(["pid", "const", "pid_start", "loaded"])
+        form = self.pick(["pid", "const", "pid_start", "pid_slice", "loaded"])
         if form == "pid":
             rng = f"range(0, pid % {self.pick(['2', '3', '4'])} + 1)"
         elif form == "const":
             rng = f"range(0, {self.pick(['2', '3'])})"
         elif form == "pid_start":
             rng = "range(pid % 3, 3)"
+        elif form == "pid_slice":  # split-K's form: the start differs between programs, the trip count does not
+            k = self.pick(["2", "3"])
+            rng = f"range(pid % 3 * {k}, pid % 3 * {k} + 2)"
         else:
             x, d = self.input(dtype=self.pick(["int32", "int8", "uint8"]))
             rng = f"range(0, tl.load({x}_ptr + pid) % 3)"
