@@ -98,3 +98,46 @@ def test_the_gpu_pass_starts_the_other_configs_when_the_first_launch_says_how_ma
     assert cases(at_once) == cases(one_by_one)
     assert [c.status for c in at_once.cases] == ["fail", "pass", "pass", "pass"], cases(at_once)
     assert not at_once.fatal and [f.message for f in at_once.notes] == [f.message for f in one_by_one.notes]
+
+
+def test_the_gpu_pass_stops_the_pre_started_runs_a_script_without_autotune_does_not_need(monkeypatch):
+    """The GPU pass starts the other configs' runs beside the first, held at a gate once imported; a script that
+    launches no autotuned kernel needs none of them: they end unrun, and the result is the first run's alone."""
+    from tdebug.runtime import gate
+    from tdebug.runtime.job import Job, SanitizeOptions
+    from tdebug.sanitize import sweep
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    made: list[gate.Gate] = []
+    real_gate = sweep.Gate
+
+    def tracked() -> gate.Gate:
+        made.append(real_gate())
+        return made[-1]
+
+    monkeypatch.setattr(sweep, "Gate", tracked)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 12)  # three runs at once: two pre-started
+    job = Job(target=str(ROOT / "tests" / "cpu" / "data" / "one_launch.py"), kind="script",
+              sanitize=SanitizeOptions())
+    result = sweep.sanitize_script(job, timeout=120, capture=True)
+    assert not result.fatal and [c.status for c in result.cases] == ["pass"], result.cases
+    assert len(made) == 2 and all(g.decision == gate.STOP and not g.path.exists() for g in made)
+
+
+def test_a_gated_child_waits_for_go_or_stop(tmp_path):
+    import threading
+    import time
+
+    from tdebug.runtime import gate
+
+    assert gate.wait(lambda: None, environ={})  # no gate: go at once
+    for decision, goes in ((gate.GO, True), (gate.STOP, False)):
+        g = gate.Gate()
+        threading.Timer(0.3, g.decide, args=(decision,)).start()
+        began = time.monotonic()
+        assert gate.wait(lambda: None, environ=g.env()) is goes
+        assert 0.25 < time.monotonic() - began < 5
+        g.close()
+        assert not g.path.exists()
+    assert gate.wait(lambda: None, environ={gate.ENV: str(tmp_path / "gone")}) is False  # the parent is gone
