@@ -165,10 +165,12 @@ def _parallel_sweep(job: Job, timeout: float | None, replay: ReplayedStdin) -> l
     at a gate (runtime/gate.py): their start-up overlaps the first run's. The first run's first launch says how
     many of its configs survive: those runs go; ranks a later kernel of the first run needs beyond those go (or
     start) when it ends, and pre-started runs no kernel needs stop. Results come in rank order whatever order the
-    runs ended in."""
+    runs ended in (a piped stdin: none pre-started)."""
     width = _parallel_runs()
     started: dict[int, Future] = {}  # run_job calls on_event in this thread: no lock
-    gates = {rank: Gate() for rank in range(1, width)}
+    # Pre-started only where every run reads the same stdin from the start (a piped one is recorded by the first
+    # run as it reads, and replayed to the runs started after it).
+    gates = {rank: Gate() for rank in range(1, width)} if replay.kind == "other" else {}
     try:
         with ThreadPoolExecutor(max_workers=width) as pool:
             def submit(rank: int, env: dict | None = None) -> None:

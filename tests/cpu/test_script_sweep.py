@@ -141,3 +141,26 @@ def test_a_gated_child_waits_for_go_or_stop(tmp_path):
         g.close()
         assert not g.path.exists()
     assert gate.wait(lambda: None, environ={gate.ENV: str(tmp_path / "gone")}) is False  # the parent is gone
+
+
+def test_the_gpu_pass_with_a_piped_stdin_pre_starts_no_run_and_each_run_reads_it_whole(monkeypatch):
+    """A piped stdin is recorded as the first run reads it and replayed to the later runs: none may start (and
+    take the live pipe) before the first run has it."""
+    import io
+
+    from tdebug.runtime.job import Job, SanitizeOptions
+    from tdebug.sanitize import sweep
+
+    read, write = os.pipe()
+    os.write(write, b"300\n")
+    os.close(write)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.FileIO(read)))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 12)
+    monkeypatch.setattr(sweep, "Gate", lambda: pytest.fail("a run was pre-started with a piped stdin"))
+    job = Job(target=str(ROOT / "tests" / "cpu" / "data" / "autotuned_reads_stdin.py"), kind="script",
+              sanitize=SanitizeOptions())
+    result = sweep.sanitize_script(job, timeout=120, capture=True)
+    assert [c.status for c in result.cases] == ["pass", "pass"], result.cases
+    assert all("n = 300" in c.stderr for c in result.cases), [c.stderr for c in result.cases]  # what each printed
