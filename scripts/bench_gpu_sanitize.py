@@ -1,6 +1,6 @@
 """Where `tdebug sanitize --device cuda` spends its time, against plain compute-sanitizer, per script (a GPU).
 
-    python3 scripts/bench_gpu_sanitize.py [--out results] [--reps 2] [SCRIPT ...]
+    python3 scripts/bench_gpu_sanitize.py [--out results] [--reps 3] [SCRIPT ...]
 
 Per script, one after another on an otherwise idle machine (wall seconds, the median of --reps runs, after one
 warm-up run that fills Triton's cache):
@@ -27,7 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "gpu" / "scripts"
-DEFAULT = ["clean_add.py", "race_histogram.py", "softmax_rows.py", "autotuned_matmul.py", "oob_read.py"]
+# The last two are written in the style of Triton's matmul and fused-attention tutorials (issue 47, item 5).
+DEFAULT = ["clean_add.py", "race_histogram.py", "softmax_rows.py", "autotuned_matmul.py", "oob_read.py",
+           "tutorial_matmul.py", "tutorial_attention.py"]
 MODES = ("python", "memcheck", "memcheck_tdebug_settings", "tdebug_cs", "tdebug")
 
 
@@ -62,7 +64,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scripts", nargs="*", default=DEFAULT)
     ap.add_argument("--out", default=str(ROOT / "results"))
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-startup", action="store_true", help="skip the start-up measurements")
     ap.add_argument("--name", default="gpu-sanitize-bench", help="OUT/NAME.json and OUT/NAME.md")
     ap.add_argument("--modes", default=",".join(MODES),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import settings
 from .catalogue.spec import load_target
+from .runtime import gate
 from .runtime.engine import Engine, Recipe, install
 from .runtime.job import Job, JobLimits, SanitizeOptions
 from .runtime.processes import die_with_parent
@@ -131,6 +132,11 @@ def _install(job: Job, follow_folder: Path | None = None, home: int | None = Non
 def _run(job: Job, channel: Channel, job_file: str) -> int:
     engine = _install(job, follow_folder=Path(job_file + ".d"))  # a script's or a launcher's forks followed
     sanitizer, follower = engine.sanitizer, engine.follower
+    # A child started ahead of need (the GPU pass's autotune sweep) waits here, imported, until told go or stop.
+    if not gate.wait(lambda: channel.send("ready")):
+        channel.send("done")
+        return 0
+    os.environ.pop(gate.ENV, None)
     channel.send("ready")  # tdebug, torch and Triton are imported: from here on the job's --timeout applies
     debugger = None
     try:

@@ -88,8 +88,9 @@ SETTINGS: tuple[Setting, ...] = (
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 # Not settings: how tdebug talks to the processes it starts (the result pipe, its own pid, a spawned worker's
-# sanitizer settings as JSON); each is written by tdebug just before it starts the process that reads it.
-PLUMBING = ("TDEBUG_RESULT_FD", "TDEBUG_PARENT_PID", "TDEBUG_FOLLOW")
+# sanitizer settings as JSON, the gate a pre-started child waits at); each is written by tdebug just before it
+# starts the process that reads it.
+PLUMBING = ("TDEBUG_RESULT_FD", "TDEBUG_PARENT_PID", "TDEBUG_FOLLOW", "TDEBUG_GATE")
 _PARSED: dict[tuple[str, str | None], Any] = {}  # (name, raw) -> value: executor() is asked at every builtin
 
 

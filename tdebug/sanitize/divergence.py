@@ -288,6 +288,7 @@ class DivergenceCheck:
         interpreted = {p: _copy(s) for p, s in storages.items()}
         for p, s in storages.items():
             s.copy_(before[p])
+        del before  # host memory: one copy of the launch's storages less held through the compiled run
         kernel = getattr(fn, "__name__", "kernel")
         self.busy = True
         try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import settings
 from ..report import Finding
+from ..runtime.gate import GO, STOP, Gate
 from ..runtime.harness import run_job
 from ..runtime.job import Job
 from ..runtime.results import JobResult
@@ -160,29 +161,51 @@ def _one_after_another(job: Job, timeout: float | None, progress: Callable[[str]
 
 def _parallel_sweep(job: Job, timeout: float | None, replay: ReplayedStdin) -> list[JobResult]:
     """The GPU's interpreter pass on a machine with cores to spare: the other configs' runs go at once, in
-    independent children, and start as soon as the first run's first launch says how many of its configs
-    survive pruning (its start-up and that of the others overlap); ranks a later kernel of the first run needs
-    beyond those start when it ends. Results come in rank order whatever order the runs ended in."""
+    independent children. Those the pool can hold at once are started beside the first run and wait, imported,
+    at a gate (runtime/gate.py): their start-up overlaps the first run's. The first run's first launch says how
+    many of its configs survive: those runs go; ranks a later kernel of the first run needs beyond those go (or
+    start) when it ends, and pre-started runs no kernel needs stop. Results come in rank order whatever order the
+    runs ended in (a piped stdin: none pre-started)."""
+    width = _parallel_runs()
     started: dict[int, Future] = {}  # run_job calls on_event in this thread: no lock
-    with ThreadPoolExecutor(max_workers=_parallel_runs()) as pool:
-        def start(ranks: range) -> None:
-            for rank in ranks:
-                if rank not in started:
-                    started[rank] = pool.submit(run_job, job.but(config_rank=rank), mode="interpret",
-                                                timeout=timeout, capture=True, stdin=replay.stdin())
+    # Pre-started only where every run reads the same stdin from the start (a piped one is recorded by the first
+    # run as it reads, and replayed to the runs started after it).
+    gates = {rank: Gate() for rank in range(1, width)} if replay.kind == "other" else {}
+    try:
+        with ThreadPoolExecutor(max_workers=width) as pool:
+            def submit(rank: int, env: dict | None = None) -> None:
+                started[rank] = pool.submit(run_job, job.but(config_rank=rank), mode="interpret", timeout=timeout,
+                                            capture=True, stdin=replay.stdin(), env_extra=env)
 
-        def on_event(kind: str, data: dict) -> None:
-            if kind == "launch" and data.get("survivors", 0) > 1:
-                start(range(1, data["survivors"]))
+            for rank, gate in gates.items():
+                submit(rank, gate.env())
 
-        first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=True,
-                        on_event=on_event, stdin=replay.stdin())
-        if not first.fatal:
-            start(range(1, runs_needed(first)))
-        others = [started[rank].result() for rank in sorted(started)]  # every child ends before we go on
+            def start(ranks: range) -> None:
+                for rank in ranks:
+                    if rank in gates:
+                        gates[rank].decide(GO)
+                    elif rank not in started:
+                        submit(rank)
+
+            def on_event(kind: str, data: dict) -> None:
+                if kind == "launch" and data.get("survivors", 0) > 1:
+                    start(range(1, data["survivors"]))
+
+            try:
+                first = run_job(job.but(config_rank=0), mode="interpret", timeout=timeout, capture=True,
+                                on_event=on_event, stdin=replay.stdin())
+                needed = 1 if first.fatal else runs_needed(first)
+                start(range(1, needed))
+            finally:
+                for gate in gates.values():
+                    gate.decide(STOP)  # pre-started and not needed (or we are stopping): it ends, unrun
+            others = [started[rank].result() for rank in sorted(started)]  # every child ends before we go on
+    finally:
+        for gate in gates.values():
+            gate.close()
     if first.fatal:  # the first run could not be done: the verdict is its own, whatever the others found
         return [first]
-    return [first, *others]
+    return [first, *(result for rank, result in zip(sorted(started), others) if rank < needed)]
 
 
 def _label(result: JobResult, job: Job) -> None:

@@ -98,3 +98,69 @@ def test_the_gpu_pass_starts_the_other_configs_when_the_first_launch_says_how_ma
     assert cases(at_once) == cases(one_by_one)
     assert [c.status for c in at_once.cases] == ["fail", "pass", "pass", "pass"], cases(at_once)
     assert not at_once.fatal and [f.message for f in at_once.notes] == [f.message for f in one_by_one.notes]
+
+
+def test_the_gpu_pass_stops_the_pre_started_runs_a_script_without_autotune_does_not_need(monkeypatch):
+    """The GPU pass starts the other configs' runs beside the first, held at a gate once imported; a script that
+    launches no autotuned kernel needs none of them: they end unrun, and the result is the first run's alone."""
+    from tdebug.runtime import gate
+    from tdebug.runtime.job import Job, SanitizeOptions
+    from tdebug.sanitize import sweep
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    made: list[gate.Gate] = []
+    real_gate = sweep.Gate
+
+    def tracked() -> gate.Gate:
+        made.append(real_gate())
+        return made[-1]
+
+    monkeypatch.setattr(sweep, "Gate", tracked)
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 12)  # three runs at once: two pre-started
+    job = Job(target=str(ROOT / "tests" / "cpu" / "data" / "one_launch.py"), kind="script",
+              sanitize=SanitizeOptions())
+    result = sweep.sanitize_script(job, timeout=120, capture=True)
+    assert not result.fatal and [c.status for c in result.cases] == ["pass"], result.cases
+    assert len(made) == 2 and all(g.decision == gate.STOP and not g.path.exists() for g in made)
+
+
+def test_a_gated_child_waits_for_go_or_stop(tmp_path):
+    import threading
+    import time
+
+    from tdebug.runtime import gate
+
+    assert gate.wait(lambda: None, environ={})  # no gate: go at once
+    for decision, goes in ((gate.GO, True), (gate.STOP, False)):
+        g = gate.Gate()
+        threading.Timer(0.3, g.decide, args=(decision,)).start()
+        began = time.monotonic()
+        assert gate.wait(lambda: None, environ=g.env()) is goes
+        assert 0.25 < time.monotonic() - began < 5
+        g.close()
+        assert not g.path.exists()
+    assert gate.wait(lambda: None, environ={gate.ENV: str(tmp_path / "gone")}) is False  # the parent is gone
+
+
+def test_the_gpu_pass_with_a_piped_stdin_pre_starts_no_run_and_each_run_reads_it_whole(monkeypatch):
+    """A piped stdin is recorded as the first run reads it and replayed to the later runs: none may start (and
+    take the live pipe) before the first run has it."""
+    import io
+
+    from tdebug.runtime.job import Job, SanitizeOptions
+    from tdebug.sanitize import sweep
+
+    read, write = os.pipe()
+    os.write(write, b"300\n")
+    os.close(write)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.FileIO(read)))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setattr(sweep.os, "cpu_count", lambda: 12)
+    monkeypatch.setattr(sweep, "Gate", lambda: pytest.fail("a run was pre-started with a piped stdin"))
+    job = Job(target=str(ROOT / "tests" / "cpu" / "data" / "autotuned_reads_stdin.py"), kind="script",
+              sanitize=SanitizeOptions())
+    result = sweep.sanitize_script(job, timeout=120, capture=True)
+    assert [c.status for c in result.cases] == ["pass", "pass"], result.cases
+    assert all("n = 300" in c.stderr for c in result.cases), [c.stderr for c in result.cases]  # what each printed

@@ -92,7 +92,8 @@ def test_unwritten_output_under_a_non_default_autotune_config(tmp_path):
     assert cases["3000 fp32 contiguous config#0"]["status"] == "pass", output
 
 
-CORRECT = ["masked_view_load.py", "atomic_histogram.py", "softmax_rows.py", "autotuned_matmul.py", "clean_add.py"]
+CORRECT = ["masked_view_load.py", "atomic_histogram.py", "softmax_rows.py", "autotuned_matmul.py", "clean_add.py",
+           "tutorial_matmul.py", "tutorial_attention.py"]
 
 
 @pytest.mark.parametrize("script", CORRECT)
