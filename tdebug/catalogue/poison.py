@@ -32,6 +32,9 @@ _INT_BITS = {
 }
 
 
+_UNSIGNED_AS = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}  # same bytes
+
+
 def _pattern(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
     """The integer dtype to read `dtype`'s bits as, and the poison pattern as a value of it (None: no poison)."""
     if dtype in _FLOAT_BITS:
@@ -41,6 +44,8 @@ def _pattern(dtype: torch.dtype) -> tuple[torch.dtype, int] | None:
         return int_dtype, pattern
     if dtype in _INT_BITS:
         return dtype, _INT_BITS[dtype]
+    if dtype in _UNSIGNED_AS:  # read as the signed type of their size: the same 0xA5 bytes
+        return _UNSIGNED_AS[dtype], _INT_BITS[_UNSIGNED_AS[dtype]]
     return None
 
 

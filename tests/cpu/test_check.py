@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from tdebug.catalogue.cases import plan_cases
 from tdebug.catalogue.compare import compare
 from tdebug.catalogue.inputs import randn
-from tdebug.catalogue.poison import poison_, poison_mask
+from tdebug.catalogue.poison import poison_, poison_mask, storage_poison_mask
 from tdebug.catalogue.spec import Case, load_target
 from tdebug.check.runner import check_file
 from tdebug.cli import cli
@@ -136,3 +136,14 @@ def test_check_cli_usage_errors():
     assert r.exit_code == 2
     r = CliRunner().invoke(cli, ["check", str(DATA / "sanitize_scenarios.py")])
     assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32,
+                                   torch.int64, torch.uint64, torch.float16, torch.bfloat16, torch.float32,
+                                   torch.float64])
+def test_every_int_and_float_dtype_is_poisoned_so_unwritten_elements_show(dtype):
+    """uint16/32/64 outputs were left unpoisoned: their unwritten elements held whatever the allocator gave."""
+    t = torch.arange(12).to(dtype)
+    poison_(t[4:9])
+    assert poison_mask(t).tolist() == [False] * 4 + [True] * 5 + [False] * 3
+    assert storage_poison_mask(t).tolist() == poison_mask(t).tolist()

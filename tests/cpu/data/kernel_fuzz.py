@@ -1,5 +1,6 @@
 """A fuzzer of the batched engine against the serial one: hypothesis strategies that write random valid Triton
-kernels (element-wise math that makes NaN/Inf, casts between every float and int dtype, masks and `other`,
+kernels (element-wise math that makes NaN/Inf, casts between every float and int dtype (fp64/32/16, bf16, int8-64,
+uint8-64) and rounding through fp8 (e4m3, e5m2), masks and `other`,
 reductions and scans with built-in and custom combine functions, tl.dot, atomics and their return values,
 tl.where, loops with per-program trip counts, early returns, `if` on pid and on loaded values, 1-3-D grids,
 inputs with NaN/Inf/huge/tiny values or left uninitialised, stores past the end), each run under both engines in
@@ -33,16 +34,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_compare import differences, run_scenario  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-FLOATS = ["fp32", "fp16", "bf16"]
-INTS = ["int32", "int8", "uint8", "int16", "int64", "uint32"]
+FLOATS = ["fp32", "fp16", "bf16", "fp64"]
+INTS = ["int32", "int8", "uint8", "int16", "int64", "uint32", "uint16", "uint64"]
 DTYPES = FLOATS + INTS
-TL = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16", "int8": "tl.int8", "uint8": "tl.uint8",
-      "int16": "tl.int16", "int32": "tl.int32", "int64": "tl.int64", "uint32": "tl.uint32"}
-TORCH = {"fp32": "torch.float32", "fp16": "torch.float16", "bf16": "torch.bfloat16", "int8": "torch.int8",
-         "uint8": "torch.uint8", "int16": "torch.int16", "int32": "torch.int32", "int64": "torch.int64",
-         "uint32": "torch.uint32"}
-BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "int8": 8, "uint8": 8, "int16": 16, "int32": 32, "int64": 64,
-        "uint32": 32}
+TL = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16", "fp64": "tl.float64", "int8": "tl.int8",
+      "uint8": "tl.uint8", "int16": "tl.int16", "int32": "tl.int32", "int64": "tl.int64", "uint32": "tl.uint32",
+      "uint16": "tl.uint16", "uint64": "tl.uint64"}
+TORCH = {"fp32": "torch.float32", "fp16": "torch.float16", "bf16": "torch.bfloat16", "fp64": "torch.float64",
+         "int8": "torch.int8", "uint8": "torch.uint8", "int16": "torch.int16", "int32": "torch.int32",
+         "int64": "torch.int64", "uint32": "torch.uint32", "uint16": "torch.uint16", "uint64": "torch.uint64"}
+BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp64": 64, "int8": 8, "uint8": 8, "int16": 16, "int32": 32,
+        "int64": 64, "uint32": 32, "uint16": 16, "uint64": 64}
+FP8 = ["tl.float8e4nv", "tl.float8e5"]  # cast through only: fp8 values take no arithmetic
 FILLS = ["randn", "special", "big", "tiny", "positive", "uninit"]
 
 # Written into every generated module (and once into fuzz_scenarios.py): the inputs, the combine functions.
@@ -52,8 +55,8 @@ def _fill(g, kind, dtype, size):
     or a poisoned torch.empty whose first half only is written (uninitialised reads)."""
     if kind == "uninit":
         t = torch.empty(size, dtype=dtype)
-        if dtype == torch.uint32:  # torch.empty of uint32 is not poisoned: its garbage would differ run to run
-            t.fill_(0xA5A5A5A5)
+        if dtype in (torch.uint16, torch.uint32, torch.uint64):  # tdebug poisons these too (0xA5 bytes); this
+            t.fill_({torch.uint16: 0xA5A5, torch.uint32: 0xA5A5A5A5}.get(dtype, 0xA5A5A5A5A5A5A5A5))  # outside it
         t[: size // 2] = _fill(g, "randn", dtype, size // 2)
         return t
     if dtype.is_floating_point:
@@ -63,20 +66,24 @@ def _fill(g, kind, dtype, size):
             specials = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e38, -1e-40, 7e4, 0.0])
             x[picks] = specials[torch.randint(0, len(specials), (len(picks),), generator=g)].double()
         elif kind == "big":
-            x = x * 1e5 if dtype != torch.float32 else x * 1e37
+            x = x * {torch.float32: 1e37, torch.float64: 1e300}.get(dtype, 1e5)
         elif kind == "tiny":
             x = x * 1e-39
         elif kind == "positive":
             x = x.abs() + 0.5
         return x.to(dtype)
     wide = torch.randint(-8, 9, (size,), generator=g, dtype=torch.int64)
-    if dtype in (torch.uint8, torch.uint32) or kind == "positive":
+    unsigned = dtype in (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+    if unsigned or kind == "positive":
         wide = wide.abs()
     if kind in ("special", "big"):
         info = torch.iinfo(dtype)
         picks = torch.randint(0, size, (max(1, size // 4),), generator=g)
-        wide[picks] = torch.tensor([info.max, info.min, info.max - 1])[
-            torch.randint(0, 3, (len(picks),), generator=g)]
+        # The extremes as int64 bit patterns (uint64's top half wraps), written as int64 then viewed as dtype.
+        extremes = [v - (1 << 64) if v >= 1 << 63 else v for v in (info.max, info.min, info.max - 1)]
+        bits = wide.to(dtype).view(torch.int64) if dtype == torch.uint64 else wide
+        bits[picks] = torch.tensor(extremes)[torch.randint(0, 3, (len(picks),), generator=g)]
+        return bits.view(dtype) if dtype == torch.uint64 else bits.to(dtype)
     return wide.to(dtype)
 
 
@@ -103,7 +110,9 @@ def _argmin_combine(v1, i1, v2, i2):
 
 
 def promote(a: str, b: str, div_or_mod: bool = False) -> str:
-    """Triton's computation type of two tensors (semantic.computation_type_impl, fp64 and fp8 aside)."""
+    """Triton's computation type of two tensors (semantic.computation_type_impl, fp8 aside)."""
+    if "fp64" in (a, b):
+        return "fp64"
     if "fp32" in (a, b) and (a in FLOATS or b in FLOATS):
         return "fp32"
     if a == "fp16" or b == "fp16":
@@ -286,7 +295,7 @@ class Writer:
         if a is None:
             return
         fn = self.pick(["tl.exp", "tl.log", "tl.sqrt", "tl.abs", "-", "tl.sin", "tl.rsqrt", "tl.exp2", "tl.log2",
-                        "tl.floor", "tl.erf", "tl.cos", "tl.ceil", "tl.sigmoid", "tl.fma"])
+                        "tl.floor", "tl.erf", "tl.cos", "tl.ceil", "tl.sigmoid", "tl.fma", "fp8"])
         self.features[f"op:{fn}"] += 1
         if fn == "tl.abs":
             self.add("s" if a.scalar else "v", f"tl.abs({a.name})", a.dtype, a.scalar)
@@ -296,6 +305,10 @@ class Writer:
         elif fn == "tl.fma":
             self.add("s" if a.scalar else "v", f"tl.fma({a.name}.to(tl.float32), {a.name}.to(tl.float32), 1.0)",
                      "fp32", a.scalar)
+        elif fn == "fp8":  # rounded through an fp8 format (saturating, as the GPU's satfinite conversion)
+            fp8 = self.pick(FP8)
+            self.features[f"cast:fp32->{fp8}"] += 1
+            self.add("s" if a.scalar else "v", f"{a.name}.to(tl.float32).to({fp8}).to(tl.float32)", "fp32", a.scalar)
         elif fn == "tl.sigmoid":
             self.add("s" if a.scalar else "v", f"tl.sigmoid({a.name}.to(tl.float32))", "fp32", a.scalar)
         else:
