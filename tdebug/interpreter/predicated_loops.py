@@ -485,7 +485,35 @@ def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tupl
     if part is not None:
         out.update({name: state.before[name] for name in reads + scalars
                     if name not in names and name in state.before})
+    _note_bound(state, names, out, sys._getframe(1).f_code)
     return out
+
+
+def _note_bound(state: _Iteration, names: tuple[str, ...], out: dict, code) -> None:
+    """Which programs have bound each integer scalar the loop binds first (tdebug's store records name a program
+    by its integer locals: a program that made no iteration has no such local, as on the serial engine)."""
+    batch = state.batch
+    for name in names:
+        value = out.get(name)
+        if not _program_int(value, batch.size):
+            continue
+        key = (code, name)
+        if name not in state.before:
+            bound = state.active.copy()
+        else:
+            held = batch.loop_bound.get(key)
+            if held is None or held[0] is not state.before[name]:
+                continue  # bound before the loop: bound in every program
+            bound = held[1] | state.active
+        batch.loop_bound[key] = (value, bound)
+
+
+def _program_int(value: Any, size: int) -> bool:
+    """A per-program integer scalar of a batch of `size` programs (what store records read)."""
+    import triton.language as tl
+
+    return isinstance(value, tl.tensor) and getattr(value.handle, MARK, False) and not value.type.is_block() \
+        and value.dtype.is_int() and np.shape(value.handle.data)[:1] == (size,)
 
 
 def _merge_rows(state: _Iteration, old: Any, new: Any) -> Any:

@@ -79,6 +79,9 @@ class Batch:
     root_rows: np.ndarray | None = None
     # (code, name) -> each program's value of a predicated loop's variable after the loop
     loop_scalars: dict[tuple, LoopValues] = field(default_factory=dict)
+    # (code, name) -> (value, bound): an integer scalar first bound inside a predicated loop, and which programs
+    # bound it (those that made no iteration did not): valid while the frame holds that very value
+    loop_bound: dict[tuple, tuple] = field(default_factory=dict)
 
     @property
     def size(self) -> int:

@@ -508,6 +508,10 @@ def _integer_scalars(frame) -> dict[str, object]:
         for (code, name), values in batch.loop_scalars.items():
             if code is frame.f_code and name in found:
                 found[name] = values
+        for (code, name), (value, bound) in batch.loop_bound.items():  # bound inside a loop, not in every program
+            if code is frame.f_code and isinstance(found.get(name), np.ndarray) \
+                    and found[name].shape == bound.shape and frame.f_locals.get(name) is value:
+                found[name] = program_axis.LoopValues(found[name], bound)
     return found
 
 

@@ -209,3 +209,25 @@ def scenario_fma_overflow(seed: int):
     out = torch.empty(16)
     fma_overflow_kernel[(2,)](x, out, B=8)
     return out
+
+
+@triton.jit
+def scalar_bound_in_loop_kernel(x_ptr, trips_ptr, acc_ptr, out_ptr, B: tl.constexpr):
+    """A ticket taken inside a loop whose trip count is loaded: program 1 makes no iteration, so it never binds
+    `t`; the store after the loop records each program's integer locals (who stored what)."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    v = tl.load(x_ptr + offs)
+    for i in range(0, tl.load(trips_ptr + pid)):
+        t = tl.atomic_add(acc_ptr, 1)
+    tl.store(out_ptr + offs, v)
+
+
+def scenario_scalar_bound_in_loop(seed: int):
+    """The batched engine's records named `t` for program 1 too (bound for every program of the batch)."""
+    x = _rand(seed, 24)
+    trips = torch.tensor([1, 0, 1], dtype=torch.int32)  # one ticket at most per program: the batch keeps it
+    acc = torch.zeros(1, dtype=torch.int32)
+    out = torch.empty(24)
+    scalar_bound_in_loop_kernel[(3,)](x, trips, acc, out, B=8)
+    return acc, out
