@@ -218,8 +218,8 @@ def scalar_bound_in_loop_kernel(x_ptr, trips_ptr, acc_ptr, out_ptr, B: tl.conste
     pid = tl.program_id(0)
     offs = pid * B + tl.arange(0, B)
     v = tl.load(x_ptr + offs)
-    for i in range(0, tl.load(trips_ptr + pid)):
-        t = tl.atomic_add(acc_ptr, 1)
+    for i in range(0, tl.load(trips_ptr + pid)):  # noqa: B007 - i is an integer local the records name
+        t = tl.atomic_add(acc_ptr, 1)  # noqa: F841 - bound for the store records, read by no one
     tl.store(out_ptr + offs, v)
 
 
