@@ -1,5 +1,6 @@
 """libdevice math (`tl.extra.libdevice`, `tl.extra.cuda.libdevice`, `tl.extra.hip.libdevice`) in Triton's
-interpreter, computed with numpy in the operand's dtype.
+interpreter, computed with numpy in the operand's dtype; and every numpy transcendental (the builder's exp, exp2,
+log, log2, sin, cos and libdevice's) on C-contiguous operands.
 
 Compiled Triton maps `triton.language.extra.libdevice`, whose functions are empty stubs, to the target's
 library and lowers each call to an extern_elementwise op. The interpreter runs the stubs (they return
@@ -13,6 +14,7 @@ run as "could not run" (NotRunnable), naming it.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import importlib
 import inspect
@@ -198,9 +200,36 @@ def install() -> None:
             ret_type = call.arguments["retType"]
             scalar = getattr(ret_type, "scalar", ret_type)
             with np.errstate(all="ignore"):
-                out = fn(*[np.asarray(h.data) for h in call.arguments["argList"]])
+                out = fn(*[np.ascontiguousarray(h.data) for h in call.arguments["argList"]])
             return interpreter.TensorHandle(np.asarray(out).astype(interpreter._get_np_dtype(scalar)), scalar)
 
         return create_extern_elementwise
 
     patch(interpreter.interpreter_builder, "create_extern_elementwise", make)
+    for name in LAYOUT_SENSITIVE:
+        patch(interpreter.interpreter_builder, name, _on_contiguous)
+
+
+# numpy's SIMD loops (contiguous operands) and its scalar loops (strided ones: a reversed scan, a transposed or
+# broadcast tile) round these differently in the last bit (exp2, log2, atan, tan, pow, ...; exp and log in
+# float64), so an operand's memory layout, which differs between the serial and the batched engine, would
+# change the result. Contiguous operands always take the same loop.
+LAYOUT_SENSITIVE = ("create_exp", "create_exp2", "create_log", "create_log2", "create_sin", "create_cos")
+
+
+def _on_contiguous(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def op(*args, **kwargs):
+        return original(*map(_contiguous, args), **{k: _contiguous(v) for k, v in kwargs.items()})
+
+    return op
+
+
+def _contiguous(value):
+    """A handle whose data is a strided numpy view, as a copy holding C-contiguous data; anything else as is."""
+    data = getattr(value, "data", None)
+    if not isinstance(data, np.ndarray) or data.flags.c_contiguous:
+        return value
+    out = copy.copy(value)
+    out.data = np.ascontiguousarray(data)
+    return out

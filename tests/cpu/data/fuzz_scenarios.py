@@ -231,3 +231,24 @@ def scenario_scalar_bound_in_loop(seed: int):
     out = torch.empty(24)
     scalar_bound_in_loop_kernel[(3,)](x, trips, acc, out, B=8)
     return acc, out
+
+
+@triton.jit
+def exp2_of_reverse_scan_kernel(x_ptr, out_ptr, t_ptr, B: tl.constexpr):
+    """exp2 / log2 of a reversed scan (numpy: a flipped view) and of a transposed tile (a strided view)."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    v = tl.cumsum(tl.load(x_ptr + offs), axis=0, reverse=True)
+    tl.store(out_ptr + offs, tl.exp2(v) + tl.log2(tl.abs(v) + 1.0))
+    r = tl.arange(0, 4)
+    tile = tl.load(x_ptr + pid * 16 + r[:, None] * 4 + r[None, :])
+    tl.store(t_ptr + pid * 16 + r[:, None] * 4 + r[None, :], tl.exp2(tl.trans(tile)))
+
+
+def scenario_exp2_of_reverse_scan(seed: int):
+    """Serial and batched differed in the last bit: numpy's exp2 rounds a strided operand (scalar loop) and a
+    contiguous one (SIMD loop) differently, and the two engines' arrays lie differently."""
+    x = _rand(seed, 64) * 3
+    out, t = torch.empty(64), torch.empty(64)
+    exp2_of_reverse_scan_kernel[(4,)](x, out, t, B=16)
+    return out, t
