@@ -46,7 +46,8 @@ want = torch.stack([x[a:b].double().sum() for a, b in zip(cu[:-1].tolist(), cu[1
 assert torch.allclose(out.double(), want, atol=1e-4), (out, want)
 s = grid_loop.STATS
 print(json.dumps({"bytes": {str(k[0]): v for k, v in sorted(listener.by_program.items())},
-                  "lengths": lengths.tolist(), "launches": listener.launches, "batched": s.launches_batched, "splits": s.splits}))
+                  "lengths": lengths.tolist(), "launches": listener.launches, "batched": s.launches_batched,
+                  "splits": s.splits}))
 """
 
 
