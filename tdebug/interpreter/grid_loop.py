@@ -45,7 +45,8 @@ class Listener(Protocol):
     once, at its layer's place in versions.LAYERS (`listen` here, or `memory_events.listen` for one that also
     hears memory ops: `before(access)` / `after(access, result)`, see memory_events.py).
 
-    A launch: `on_launch(launch)` before anything of it runs (outermost layer first); `on_host_args(launch,
+    A launch: `on_launch(launch)` before anything of it runs (outermost layer first); `before_host_args(launch)`
+    before the interpreter copies the arguments to the host (outermost first); `on_host_args(launch,
     args_hst, kwargs_hst)` once the interpreter made its host copies of the arguments (innermost first, as
     wrappers of `_init_args_hst` would see them: one may return copies of its own, (args_hst, kwargs_hst), that
     the ones outside it get); `on_launch_end(launch, error)` after the launch (innermost first; error: what it
@@ -169,6 +170,7 @@ class _Listening:
         self.entries: list[tuple[int, Any, frozenset[str]]] = []
         self.batch: list[Any] = []  # listeners with a batch's checkpoint (outermost first)
         self.on_launch: list[Callable] = []  # outermost first
+        self.before_host_args: list[Callable] = []  # outermost first
         self.on_host_args: list[Callable] = []  # innermost first
         self.on_launch_end: list[Callable] = []  # innermost first
 
@@ -179,6 +181,7 @@ class _Listening:
         outer_first = [e[1] for e in self.entries]
         self.batch[:] = [x for x in outer_first if hasattr(x, "checkpoint")]
         self.on_launch[:] = [x.on_launch for x in outer_first if hasattr(x, "on_launch")]
+        self.before_host_args[:] = [x.before_host_args for x in outer_first if hasattr(x, "before_host_args")]
         self.on_host_args[:] = [x.on_host_args for x in reversed(outer_first) if hasattr(x, "on_host_args")]
         self.on_launch_end[:] = [x.on_launch_end for x in reversed(outer_first) if hasattr(x, "on_launch_end")]
 
@@ -196,7 +199,8 @@ def listen(layer: str, listener: Any, ops: frozenset[str] = frozenset()) -> None
     (versions.LAYERS); listening again replaces its earlier registration. A listener of memory ops registers
     through memory_events.listen, which calls this with the ops it hears."""
     LISTENING.add(layer, listener, ops)
-    if (LISTENING.on_launch or LISTENING.on_host_args or LISTENING.on_launch_end) and not _installed():
+    hooks = LISTENING.on_launch, LISTENING.before_host_args, LISTENING.on_host_args, LISTENING.on_launch_end
+    if any(hooks) and not _installed():
         install()
 
 
@@ -423,8 +427,11 @@ def _end(ends: list[Callable], launch: Launch, error: BaseException | None) -> N
 def _host_args(original):
     def _init_args_hst(*args, **kwargs):
         """Triton's host copies of a launch's arguments, handed to every listener's on_host_args."""
-        args_hst, kwargs_hst = original(*args, **kwargs)
         launch = _LAUNCH
+        if launch is not None:
+            for hook in LISTENING.before_host_args:
+                hook(launch)
+        args_hst, kwargs_hst = original(*args, **kwargs)
         if launch is not None and LISTENING.on_host_args:
             for hook in LISTENING.on_host_args:
                 copies = hook(launch, args_hst, kwargs_hst)
