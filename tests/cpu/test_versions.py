@@ -54,7 +54,7 @@ def test_the_layers_on_every_internal_do_not_depend_on_the_order_the_parts_were_
     assert first["launching"] == second["launching"]
     assert first["launching"] == {"on_launch": ["nan", "device_tables", "launch_record"],
                                   "before_host_args": ["limits"],
-                                  "on_host_args": ["stores", "safe_launch", "device_tables"],
+                                  "on_host_args": ["trace", "stores", "safe_launch", "device_tables"],
                                   "on_launch_end": ["nan", "stores", "device_tables"]}
     assert usual["GridExecutor.__call__"] == ["grid_loop", "sanitizer", "repro", "follow", "launch_clock",
                                               "serialise"]
