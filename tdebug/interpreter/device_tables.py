@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .versions import bind, patcher
+from .versions import patcher
 
 patch = patcher("device_tables")
 
@@ -199,23 +199,35 @@ def restore_tables(tables: LaunchTables) -> None:
         HOMES.pop(c.host.data_ptr(), None)
 
 
+class _Tables:
+    """A listener of grid_loop: each launch's pointer tables mapped once its host copies are made (on_host_args);
+    a launch that raised before its restore has its copies dropped (on_launch_end)."""
+
+    @staticmethod
+    def on_launch(launch) -> None:
+        launch.part("device_tables", CURRENT.__len__)  # how many launches' tables were there before it
+
+    @staticmethod
+    def on_host_args(launch, args_hst: list, kwargs_hst: dict) -> None:
+        names = list(kwargs_hst)
+        tables = map_tables(list(launch.args_dev) + [launch.kwargs[n] for n in names],
+                            list(args_hst) + [kwargs_hst.get(n) for n in names])
+        CURRENT.append(tables or LaunchTables())
+
+    @staticmethod
+    def on_launch_end(launch, error: BaseException | None) -> None:
+        del CURRENT[launch.part("device_tables", CURRENT.__len__):]  # a launch that raised before its restore
+
+
+TABLES = _Tables()
+
+
 def install() -> None:
-    """Wrap the interpreter's host copies of a launch's arguments: map pointer tables on the way in, restore
-    them (and copy back what they reached) on the way out."""
+    """Map pointer tables to a launch's host copies on the way in (a listener of grid_loop), restore them (and
+    copy back what they reached) on the way out (_restore_args_dev)."""
     from triton.runtime import interpreter
 
-    def init_args(original):
-        def _init_args_hst(*args, **kwargs):
-            args_hst, kwargs_hst = original(*args, **kwargs)
-            call = bind(original, args, kwargs)
-            kwargs_dev = call.arguments["kwargs"] or {}
-            names = list(kwargs_dev)
-            tables = map_tables(list(call.arguments["args_dev"]) + [kwargs_dev[n] for n in names],
-                                list(args_hst) + [kwargs_hst.get(n) for n in names])
-            CURRENT.append(tables or LaunchTables())
-            return args_hst, kwargs_hst
-
-        return _init_args_hst
+    from . import grid_loop
 
     def restore(original):
         def _restore_args_dev(*args, **kwargs):
@@ -228,16 +240,5 @@ def install() -> None:
 
         return _restore_args_dev
 
-    def call(original):
-        def __call__(*args, **kwargs):
-            depth = len(CURRENT)
-            try:
-                return original(*args, **kwargs)
-            finally:
-                del CURRENT[depth:]  # a launch that raised before its restore: drop its copies
-
-        return __call__
-
-    patch(interpreter.GridExecutor, "_init_args_hst", init_args)
+    grid_loop.listen("device_tables", TABLES)
     patch(interpreter.GridExecutor, "_restore_args_dev", restore)
-    patch(interpreter.GridExecutor, "__call__", call)

@@ -29,7 +29,7 @@ from .. import settings
 from . import program_axis
 from .batch_memory import MemoryUndo
 from .program_axis import Batch, Divergent, Unported
-from .versions import forget_fault, patcher
+from .versions import LAYERS, forget_fault, layers_of, patcher
 
 patch = patcher("grid_loop")
 
@@ -41,7 +41,17 @@ FIRST_BATCH = 64  # until a launch's block sizes are known
 
 
 class Listener(Protocol):
-    """What a listener (sanitizer, store records, nan check) offers so a batch can be undone."""
+    """The one listener protocol: every hook is optional, a listener offers the ones it needs and is registered
+    once, at its layer's place in versions.LAYERS (`listen` here, or `memory_events.listen` for one that also
+    hears memory ops: `before(access)` / `after(access, result)`, see memory_events.py).
+
+    A launch: `on_launch(launch)` before anything of it runs (outermost layer first); `before_host_args(launch)`
+    before the interpreter copies the arguments to the host (outermost first); `on_host_args(launch,
+    args_hst, kwargs_hst)` once the interpreter made its host copies of the arguments (innermost first, as
+    wrappers of `_init_args_hst` would see them: one may return copies of its own, (args_hst, kwargs_hst), that
+    the ones outside it get); `on_launch_end(launch, error)` after the launch (innermost first; error: what it
+    raised, None), also after a launch whose `on_launch` of another listener raised. A batch of the batched
+    engine: `checkpoint()`, then `rollback(token)` or `commit(token)`, and `serial_reason(token)`."""
 
     def checkpoint(self) -> Any: ...
 
@@ -74,7 +84,6 @@ class Stats:
 
 
 STATS = Stats()
-LISTENERS: list[Listener] = []
 FORCE_SERIAL: list[str] = []  # reasons the whole process runs serially (a breakpoint is set)
 
 
@@ -153,9 +162,46 @@ def force_serial(reason: str) -> None:
     FORCE_SERIAL.append(reason)
 
 
-def register(listener: Listener) -> None:
-    if listener not in LISTENERS:
-        LISTENERS.append(listener)
+class _Listening:
+    """The registered listeners, outermost layer first, and each hook's callers in the order it runs."""
+
+    def __init__(self) -> None:
+        # (rank in versions.LAYERS, listener, the memory ops it hears: memory_events.listen)
+        self.entries: list[tuple[int, Any, frozenset[str]]] = []
+        self.batch: list[Any] = []  # listeners with a batch's checkpoint (outermost first)
+        self.on_launch: list[Callable] = []  # outermost first
+        self.before_host_args: list[Callable] = []  # outermost first
+        self.on_host_args: list[Callable] = []  # innermost first
+        self.on_launch_end: list[Callable] = []  # innermost first
+
+    def add(self, layer: str, listener: Any, ops: frozenset[str] = frozenset()) -> None:
+        rank = LAYERS.index(layer)
+        self.entries = [e for e in self.entries if e[1] is not listener] + [(rank, listener, ops)]
+        self.entries.sort(key=lambda e: -e[0])  # the same order whatever the order of listen() calls
+        outer_first = [e[1] for e in self.entries]
+        self.batch[:] = [x for x in outer_first if hasattr(x, "checkpoint")]
+        self.on_launch[:] = [x.on_launch for x in outer_first if hasattr(x, "on_launch")]
+        self.before_host_args[:] = [x.before_host_args for x in outer_first if hasattr(x, "before_host_args")]
+        self.on_host_args[:] = [x.on_host_args for x in reversed(outer_first) if hasattr(x, "on_host_args")]
+        self.on_launch_end[:] = [x.on_launch_end for x in reversed(outer_first) if hasattr(x, "on_launch_end")]
+
+    def names(self, hook: str) -> list[str]:
+        """The layers of the listeners that offer `hook`, outermost first."""
+        return [LAYERS[rank] for rank, x, _ in self.entries if hasattr(x, hook)]
+
+
+LISTENING = _Listening()
+LISTENERS = LISTENING.batch  # the batch's undo: every listener with a checkpoint
+
+
+def listen(layer: str, listener: Any, ops: frozenset[str] = frozenset()) -> None:
+    """Hand `listener` the hooks it offers (Listener) from now on, at `layer`'s place among the others
+    (versions.LAYERS); listening again replaces its earlier registration. A listener of memory ops registers
+    through memory_events.listen, which calls this with the ops it hears."""
+    LISTENING.add(layer, listener, ops)
+    hooks = LISTENING.on_launch, LISTENING.before_host_args, LISTENING.on_host_args, LISTENING.on_launch_end
+    if any(hooks) and not _installed():
+        install()
 
 
 def _say(text: str) -> None:
@@ -343,12 +389,57 @@ def _call(original):
         (Triton's own __call__) otherwise. The steps before and after the loop are Triton's, in its order."""
         global _LAUNCH
         outer, _LAUNCH = _LAUNCH, Launch(self, args_dev, kwargs)
+        ends = LISTENING.on_launch_end
+        if not (LISTENING.on_launch or ends):
+            try:
+                return _launch(original, self, _LAUNCH, args_dev, kwargs)
+            finally:
+                _LAUNCH = outer
+        launch = _LAUNCH
         try:
-            return _launch(original, self, _LAUNCH, args_dev, kwargs)
-        finally:
+            for hook in LISTENING.on_launch:
+                hook(launch)
+            out = _launch(original, self, launch, args_dev, kwargs)
+        except BaseException as error:
             _LAUNCH = outer
+            _end(ends, launch, error)
+            raise
+        _LAUNCH = outer
+        _end(ends, launch, None)
+        return out
 
     return __call__
+
+
+def _end(ends: list[Callable], launch: Launch, error: BaseException | None) -> None:
+    """Every listener's on_launch_end, innermost first, each one run even if one inside it raised (as the
+    `finally` of nested wrappers); the first error raised is raised."""
+    raised = None
+    for hook in ends:
+        try:
+            hook(launch, error)
+        except BaseException as e:  # noqa: PERF203 - a launch's end, not a hot loop
+            raised = raised or e
+    if raised is not None:
+        raise raised
+
+
+def _host_args(original):
+    def _init_args_hst(*args, **kwargs):
+        """Triton's host copies of a launch's arguments, handed to every listener's on_host_args."""
+        launch = _LAUNCH
+        if launch is not None:
+            for hook in LISTENING.before_host_args:
+                hook(launch)
+        args_hst, kwargs_hst = original(*args, **kwargs)
+        if launch is not None and LISTENING.on_host_args:
+            for hook in LISTENING.on_host_args:
+                copies = hook(launch, args_hst, kwargs_hst)
+                if copies is not None:
+                    args_hst, kwargs_hst = copies
+        return args_hst, kwargs_hst
+
+    return _init_args_hst
 
 
 def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> None:
@@ -417,8 +508,19 @@ def _run_grid(executor_obj, args: dict, grid: tuple[int, int, int], storages: li
     STATS.fallbacks.append(why)
 
 
-def install() -> None:
-    """Install the grid loop: the innermost of tdebug's layers on GridExecutor.__call__."""
+def _installed() -> bool:
+    """Is the grid loop on GridExecutor.__call__ now (a test may have put Triton back since)?"""
     from triton.runtime import interpreter
 
+    return "grid_loop" in layers_of(interpreter.GridExecutor, "__call__")
+
+
+def install() -> None:
+    """Install the grid loop: the innermost of tdebug's layers on GridExecutor.__call__ (and on _init_args_hst:
+    the listeners' on_host_args)."""
+    from triton.runtime import interpreter
+
+    if _installed():
+        return
     patch(interpreter.GridExecutor, "__call__", _call)
+    patch(interpreter.GridExecutor, "_init_args_hst", _host_args)

@@ -23,11 +23,25 @@ class LaunchTooLarge(KernelError, RuntimeError):
                          f"({option}); this launch and every later one were not checked by the interpreter")
 
 
+class _BytesCap:
+    """A listener of grid_loop: the launch's tensor storages (found once by its Launch) over the cap stop the
+    run before the interpreter copies them to the host."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+
+    def before_host_args(self, launch) -> None:
+        total = sum(s.nbytes() for s in launch.device_storages())
+        if total > self.max_bytes:
+            raise LaunchTooLarge(launch.name, "tensor-argument bytes", total, self.max_bytes, "--max-mib")
+
+
 def install(limits: Limits) -> None:
     """Check every launch against the caps. Layer "limits", over the sanitizer's: the check runs before its
     shadow memory and the interpreter's host copies are made."""
     from triton.runtime import interpreter
 
+    from . import grid_loop
     from .grid_loop import current_launch
     from .versions import bind, patcher
 
@@ -40,16 +54,7 @@ def install(limits: Limits) -> None:
         return "kernel" if launch is None else launch.name
 
     if limits.max_bytes:
-        def make_init_args(original):
-            def _init_args_hst(*args, **kwargs):
-                launch = current_launch()
-                total = 0 if launch is None else sum(s.nbytes() for s in launch.device_storages())
-                if total > limits.max_bytes:
-                    raise LaunchTooLarge(kernel(), "tensor-argument bytes", total, limits.max_bytes, "--max-mib")
-                return original(*args, **kwargs)
-            return _init_args_hst
-
-        patch(interpreter.GridExecutor, "_init_args_hst", make_init_args)
+        grid_loop.listen("limits", _BytesCap(limits.max_bytes))
 
     if limits.max_programs:
         def make_set_grid_dim(original):

@@ -79,9 +79,8 @@ class Access:
 
 
 class Listener(Protocol):
-    """Either method may be absent. A listener that keeps state across ops also offers grid_loop.Listener's
-    `checkpoint` / `rollback` / `commit` (and `serial_reason`): listen() then registers it with the batched
-    engine too, which undoes its part of every batch it runs again."""
+    """grid_loop.Listener's memory hooks (either may be absent; the same listener may offer the launch's and
+    the batch's hooks too: one registration, `listen`, hands it all of them)."""
 
     def before(self, access: Access) -> None: ...
 
@@ -89,41 +88,36 @@ class Listener(Protocol):
 
 
 class _Listening:
-    """The listeners, outermost layer first, and which ops each one wants."""
+    """Which listeners (grid_loop.LISTENING, outermost first) hear each op, and whether an op is unmasked."""
 
     def __init__(self) -> None:
-        self.entries: list[tuple[int, Listener, frozenset[str]]] = []
         # op -> its listeners, outermost first, each with its before and after (None where it has none)
         self.by_op: dict[str, list[tuple[Callable | None, Callable | None]]] = {op: [] for op in OPS}
         self.unmasked = False  # inside create_load / create_store
         self.installed = False
 
-    def add(self, layer: str, listener: Listener, ops: frozenset[str]) -> None:
-        rank = LAYERS.index(layer)
-        self.entries = [e for e in self.entries if e[1] is not listener]
-        self.entries.append((rank, listener, ops))
-        self.entries.sort(key=lambda e: -e[0])  # outermost first; the same order whatever the install order
+    def refresh(self) -> None:
+        entries = grid_loop.LISTENING.entries
         for op, hooks in self.by_op.items():
-            hooks[:] = [(getattr(e[1], "before", None), getattr(e[1], "after", None))
-                        for e in self.entries if op in e[2]]
+            hooks[:] = [(getattr(e[1], "before", None), getattr(e[1], "after", None)) for e in entries if op in e[2]]
 
     def names(self, op: str) -> list[str]:
         """The layers listening to `op`, outermost first."""
-        return [LAYERS[rank] for rank, _, ops in self.entries if op in ops]
+        return [LAYERS[rank] for rank, _, ops in grid_loop.LISTENING.entries if op in ops]
 
 
 LISTENING = _Listening()
 
 
 def listen(layer: str, listener: Listener, ops: tuple[str, ...] | frozenset[str] = tuple(OPS)) -> None:
-    """Hand `listener` the memory ops `ops` from now on, at `layer`'s place among the others (versions.LAYERS);
+    """Hand `listener` the memory ops `ops` from now on, and every other hook of grid_loop.Listener it offers (a
+    batch's undo, a launch's beginning and end), at `layer`'s place among the others (versions.LAYERS);
     listening again replaces its earlier registration."""
     unknown = set(ops) - set(OPS)
     if unknown:
         raise ValueError(f"not memory ops: {sorted(unknown)}")
-    LISTENING.add(layer, listener, frozenset(ops))
-    if hasattr(listener, "checkpoint"):  # one registration: the batch's undo covers every listener with state
-        grid_loop.register(listener)
+    grid_loop.listen(layer, listener, frozenset(ops))
+    LISTENING.refresh()
     if not LISTENING.installed:
         _install()
 

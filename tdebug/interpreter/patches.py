@@ -216,16 +216,16 @@ def pin_autotune() -> None:
     patcher("autotune")(autotuner.Autotuner, "run", lambda original: run)
 
 
-def _record_launch(original):
-    def __call__(*args, **kwargs):
-        name = bind(original, args, kwargs).arguments["self"].fn.__name__
+class _LaunchRecorder:
+    """Every launch recorded (a listener of grid_loop): its kernel now, its grid from set_grid_dim."""
+
+    @staticmethod
+    def on_launch(launch) -> None:
+        name = launch.executor.fn.__name__
         if STATE.launches and STATE.launches[-1].kernel == name and not STATE.launches[-1].grid:
             pass  # opened by the autotuner: the grid comes next
         else:
             STATE.launches.append(LaunchRecord(name, ()))
-        return original(*args, **kwargs)
-
-    return __call__
 
 
 def _clock_launch(original):
@@ -266,8 +266,10 @@ def _squeeze_index(original):
 def _record_launches() -> None:
     from triton.runtime import interpreter
 
+    from . import grid_loop
+
     patch = patcher("launch_record")
-    patch(interpreter.GridExecutor, "__call__", _record_launch)
+    grid_loop.listen("launch_record", _LaunchRecorder())
     patcher("launch_clock")(interpreter.GridExecutor, "__call__", _clock_launch)
     patch(interpreter.interpreter_builder, "set_grid_dim", _record_grid)
     if TRITON < (3, 7):

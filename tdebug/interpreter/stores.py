@@ -317,6 +317,16 @@ class StoreRecorder:
         if self._current is not None:
             self._current.grid = tuple(int(g) for g in grid)
 
+    # -- a launch (grid_loop's listener hooks) ------------------------------------------------------------------
+    def on_host_args(self, launch, args_hst: list, kwargs_hst: dict) -> None:
+        executor = launch.executor
+        named = list(zip(list(executor.arg_names), launch.args_dev, args_hst))
+        named += [(key, launch.kwargs[key], kwargs_hst[key]) for key in kwargs_hst]
+        self.begin_launch(executor.fn.__name__, named)
+
+    def on_launch_end(self, launch, error: BaseException | None) -> None:
+        self.end_launch()
+
     def end_launch(self) -> None:
         """Keep the launches' records within max_lanes, dropping the oldest (counted once each: a process may
         run thousands of launches)."""
@@ -528,27 +538,6 @@ def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
         return recorder
     from triton.runtime import interpreter
 
-    def init_args(original):
-        def _init_args_hst(*args, **kwargs):
-            call = bind(original, args, kwargs)
-            executor, args_dev = call.arguments["self"], call.arguments["args_dev"]
-            kwargs_dev = call.arguments["kwargs"]
-            args_hst, kwargs_hst = original(*args, **kwargs)
-            names = list(executor.arg_names)
-            named = list(zip(names, args_dev, args_hst))
-            named += [(key, kwargs_dev[key], kwargs_hst[key]) for key in kwargs_hst]
-            recorder.begin_launch(executor.fn.__name__, named)
-            return args_hst, kwargs_hst
-        return _init_args_hst
-
-    def launch(original):
-        def __call__(*args, **kwargs):
-            try:
-                return original(*args, **kwargs)
-            finally:
-                recorder.end_launch()
-        return __call__
-
     def grid_dim(original):
         def set_grid_dim(*args, **kwargs):
             recorder.set_grid(tuple(bind(original, args, kwargs).arguments.values()))
@@ -556,9 +545,7 @@ def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
         return set_grid_dim
 
     builder = interpreter.interpreter_builder
-    patch(interpreter.GridExecutor, "_init_args_hst", init_args)
-    patch(interpreter.GridExecutor, "__call__", launch)
-    memory_events.listen("stores", recorder, ("create_masked_store", "create_atomic_rmw"))
+    memory_events.listen("stores", recorder, ("create_masked_store", "create_atomic_rmw"))  # and each launch
     patch(builder, "set_grid_dim", grid_dim)
     recorder.installed = True
     return recorder

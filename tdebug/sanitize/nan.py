@@ -130,6 +130,7 @@ class NanTracker:
     def __init__(self, tensor_name: Callable[[int], str] | None = None) -> None:
         self.tensor_name = tensor_name or (lambda addr: "")
         self.enabled = True  # off while the sanitizer probes programs past the grid
+        self._flags: list[tuple] = []  # (launch, its numpy errstate) of the launches running now, innermost last
         self.pending = False  # numpy raised a floating-point flag since the last examined op
         self.live = False  # some value of this launch carries an origin
         self.kernel = ""
@@ -168,6 +169,17 @@ class NanTracker:
     # -- launches -----------------------------------------------------------------------------------
     def begin_launch(self, kernel: str) -> None:
         self.kernel, self.live, self.pending, self.origins = kernel, False, False, []
+
+    # -- a launch (grid_loop's listener hooks): numpy's floating-point flags call on_flag while it runs ----------
+    def on_launch(self, launch) -> None:
+        self.begin_launch(getattr(launch.executor.fn, "__name__", "kernel"))
+        flags = np.errstate(over="call", invalid="call", divide="call", under="ignore", call=self.on_flag)
+        flags.__enter__()
+        self._flags.append((launch, flags))
+
+    def on_launch_end(self, launch, error: BaseException | None) -> None:
+        if self._flags and self._flags[-1][0] is launch:  # not when a listener outside this one stopped the launch
+            self._flags.pop()[1].__exit__(None, None, None)
 
     def on_flag(self, _error: str, _flag: int) -> None:
         self.pending = True
@@ -350,8 +362,7 @@ class NanTracker:
         reduce_scan = getattr(interpreter, "ReduceScanOpInterface", None)
         if reduce_scan is not None:
             patch(reduce_scan, "apply", lambda original: _watched_reduction(tracker, original))
-        memory_events.listen("nan", self, ("create_masked_store", "create_atomic_rmw"))
-        patch(interpreter.GridExecutor, "__call__", lambda original: _flagged_launch(tracker, original))
+        memory_events.listen("nan", self, ("create_masked_store", "create_atomic_rmw"))  # and each launch
 
 
 def _per_program(a, shape: tuple[int, ...], batched: bool) -> bool:
@@ -411,10 +422,3 @@ def _watched_reduction(tracker: NanTracker, original):
     return apply
 
 
-def _flagged_launch(tracker: NanTracker, original):
-    def __call__(self, *args, **kwargs):
-        tracker.begin_launch(getattr(self.fn, "__name__", "kernel"))
-        with np.errstate(over="call", invalid="call", divide="call", under="ignore", call=tracker.on_flag):
-            return original(self, *args, **kwargs)
-
-    return __call__

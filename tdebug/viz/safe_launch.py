@@ -132,16 +132,6 @@ def _elsize(ptrs) -> int:
     return max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
 
 
-def _guarded_args(original):
-    def _init_args_hst(*args, **kwargs):
-        args_hst, kwargs_hst = original(*args, **kwargs)
-        if not GUARD.active:
-            return args_hst, kwargs_hst
-        return [GUARD.relocate(a) for a in args_hst], {k: GUARD.relocate(v) for k, v in kwargs_hst.items()}
-
-    return _init_args_hst
-
-
 def _restored_args(original):
     def _restore_args_dev(*args, **kwargs):
         if not GUARD.active:
@@ -189,6 +179,13 @@ class _Guard:
     masked off, or for atomic_cas (no mask) pointed at a scratch word."""
 
     @staticmethod
+    def on_host_args(launch, args_hst: list, kwargs_hst: dict) -> tuple | None:
+        """The launch's host copies, relocated into guarded buffers: what the listeners outside this one get."""
+        if not GUARD.active:
+            return None
+        return [GUARD.relocate(a) for a in args_hst], {k: GUARD.relocate(v) for k, v in kwargs_hst.items()}
+
+    @staticmethod
     def before(access: memory_events.Access) -> None:
         from triton.runtime.interpreter import TensorHandle
 
@@ -206,6 +203,5 @@ def install() -> None:
     """Patch the interpreter (after tdebug.interpreter.patches.install and before any launch)."""
     from triton.runtime import interpreter
 
-    patch(interpreter.GridExecutor, "_init_args_hst", _guarded_args)
     patch(interpreter.GridExecutor, "_restore_args_dev", _restored_args)
-    memory_events.listen("safe_launch", _Guard())
+    memory_events.listen("safe_launch", _Guard())  # and each launch's host copies

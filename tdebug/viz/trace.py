@@ -95,6 +95,13 @@ class _Recorder:
     batched engine undoes a batch it splits (its checkpoints): the accesses it traced go too."""
 
     @staticmethod
+    def on_host_args(launch, args_hst: list, kwargs_hst: dict) -> None:
+        """The launch's arguments by name, as the interpreter's host copies (relocated by safe_launch: the
+        addresses traced)."""
+        if CURRENT is not None:
+            CURRENT.add_args(list(launch.executor.arg_names), args_hst, kwargs_hst)
+
+    @staticmethod
     def before(access: memory_events.Access) -> None:
         if CURRENT is not None:
             CURRENT.record(access.kind, access.ptrs, access.mask)
@@ -112,16 +119,6 @@ class _Recorder:
         pass
 
 
-def _named_args(original):
-    def _init_args_hst(*args, **kwargs):
-        args_hst, kwargs_hst = original(*args, **kwargs)  # relocated by safe_launch: the addresses traced
-        if CURRENT is not None:
-            CURRENT.add_args(list(bind(original, args, kwargs).arguments["self"].arg_names), args_hst, kwargs_hst)
-        return args_hst, kwargs_hst
-
-    return _init_args_hst
-
-
 def install(session: TraceSession) -> None:
     """Trace every launch from now on; call after interpreter.patches.install() and safe_launch.install()."""
     global SESSION
@@ -129,8 +126,7 @@ def install(session: TraceSession) -> None:
 
     SESSION = session
     builder = interpreter.interpreter_builder
-    patch(interpreter.GridExecutor, "_init_args_hst", _named_args)
-    memory_events.listen("trace", _Recorder())
+    memory_events.listen("trace", _Recorder())  # and each launch's host copies
     program_axis.set_per_lane(False)  # its records are one program's accesses at a time
     serve = _viz_server_run() if session.keep_for_server else None
 

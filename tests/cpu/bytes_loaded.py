@@ -1,8 +1,8 @@
 """A check written as one listener class and nothing else (issue 50): the bytes each program loads.
 
-memory_events.listen() hands it every load as an Access and, because it keeps state across ops, registers its
-checkpoint / rollback / commit with the batched engine, which then undoes its part of a batch it runs again.
-No patch: the same counts come out of the serial and the batched engine (test_listener_example.py)."""
+memory_events.listen() hands it every load as an Access, each launch's beginning and end, and the batched engine's
+checkpoint / rollback / commit, so that engine undoes its part of a batch it runs again. No patch: the same
+counts come out of the serial and the batched engine (test_listener_example.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,15 @@ class BytesLoaded:
 
     def __init__(self) -> None:
         self.by_program: Counter[tuple[int, int, int]] = Counter()
+        self.launches: list[list] = []  # per launch: kernel, tensors copied to the host, how it ended
+
+    def on_launch(self, launch) -> None:  # grid_loop's Launch: kernel, arguments, tensors found once, grid
+        self.launches.append([launch.name, 0, "running"])
+    def on_host_args(self, launch, args_hst: list, kwargs_hst: dict) -> None:  # the interpreter's copies made
+        self.launches[-1][1] = len(launch.device_storages())
+
+    def on_launch_end(self, launch, error: BaseException | None) -> None:  # after it, or what it raised
+        self.launches[-1][2] = "ok" if error is None else type(error).__name__
 
     def before(self, access: memory_events.Access) -> None:
         from triton.runtime.interpreter import _get_np_dtype, interpreter_builder

@@ -371,3 +371,32 @@ def test_a_write_into_another_module_is_caught():
     assert sorted(_foreign_writes(planted, path)) == [
         "10: program_axis.PER_LANE", "11: grid_loop.FORCE_SERIAL", "5: program_axis.CURRENT",
         "6: memory_guard.STANDS_ASIDE[0]", "7: overflow.STRICT", "8: STATE.clamp_config", "9: grid_loop.?"]
+
+
+# The launch's wrappers that stay wrappers (issue 50): each is "around" a launch in a way a listener's hooks are
+# not. The sanitizer runs the launch again for its probe past the grid (and hands the probe its own host
+# copies); repro counts the sanitizer's findings of a launch after the sanitizer's end; follow and serialise
+# hold a lock or hand a launch to another process; launch_clock times all of tdebug's work in a launch.
+LAUNCH_WRAPPERS = {
+    "GridExecutor.__call__": {"interpreter/grid_loop.py", "sanitize/session.py", "runtime/repro.py",
+                              "runtime/follow.py", "interpreter/patches.py"},
+    "GridExecutor._init_args_hst": {"interpreter/grid_loop.py", "sanitize/session.py"},
+}
+
+
+def _launch_patches() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {key: set() for key in LAUNCH_WRAPPERS}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        for key in LAUNCH_WRAPPERS:
+            owner, name = key.split(".")
+            if re.search(rf'{owner}, "{name}"', text):
+                found[key].add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_a_check_listens_to_the_launch_instead_of_wrapping_it():
+    """A check, recorder, tracer or limit reads a launch through grid_loop's listener hooks (on_launch,
+    before_host_args, on_host_args, on_launch_end) on the Launch grid_loop makes once: no new module wraps
+    GridExecutor.__call__ or _init_args_hst."""
+    assert _launch_patches() == LAUNCH_WRAPPERS

@@ -46,7 +46,8 @@ want = torch.stack([x[a:b].double().sum() for a, b in zip(cu[:-1].tolist(), cu[1
 assert torch.allclose(out.double(), want, atol=1e-4), (out, want)
 s = grid_loop.STATS
 print(json.dumps({"bytes": {str(k[0]): v for k, v in sorted(listener.by_program.items())},
-                  "lengths": lengths.tolist(), "batched": s.launches_batched, "splits": s.splits}))
+                  "lengths": lengths.tolist(), "launches": listener.launches, "batched": s.launches_batched,
+                  "splits": s.splits}))
 """
 
 
@@ -67,6 +68,7 @@ def test_one_listener_counts_bytes_per_program_alike_on_both_engines():
     want = {str(i): 2 * 8 + 4 * n for i, n in enumerate(serial["lengths"])}
     assert serial["bytes"] == want, seed
     assert batched["bytes"] == want, seed
+    assert serial["launches"] == batched["launches"] == [["varlen_row_sum", 3, "ok"]], (serial, batched)
 
 
 def test_the_listener_is_one_short_file_without_a_patch():

@@ -50,9 +50,14 @@ def test_the_layers_on_every_internal_do_not_depend_on_the_order_the_parts_were_
     assert first["listening"]["create_masked_store"] == ["trace", "sanitizer", "nan", "stores", "safe_launch"]
     assert first["listening"]["create_atomic_cas"] == ["trace", "locks", "sanitizer", "safe_launch"]
     assert first["listening"]["create_masked_load"] == ["trace", "locks", "sanitizer", "safe_launch"]  # volatile flags
-    # limits and lean read their launch from grid_loop's Launch (grid_loop.current_launch()): no wrapper here
-    assert usual["GridExecutor.__call__"] == ["grid_loop", "launch_record", "device_tables", "stores", "nan",
-                                              "sanitizer", "repro", "follow", "launch_clock", "serialise"]
+    # A launch's listeners (grid_loop.listen), outermost first, in LAYERS' order; what still wraps the launch.
+    assert first["launching"] == second["launching"]
+    assert first["launching"] == {"on_launch": ["nan", "device_tables", "launch_record"],
+                                  "before_host_args": ["limits"],
+                                  "on_host_args": ["trace", "stores", "safe_launch", "device_tables"],
+                                  "on_launch_end": ["nan", "stores", "device_tables"]}
+    assert usual["GridExecutor.__call__"] == ["grid_loop", "sanitizer", "repro", "follow", "launch_clock",
+                                              "serialise"]
     assert usual["InterpreterBuilder.create_masked_store"] == ["memory_guard", "batch_memory", "overflow",
                                                                "memory_events", "program_axis"]
     for name, layers in usual.items():

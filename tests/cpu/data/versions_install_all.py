@@ -12,7 +12,7 @@ from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "1"
 
-from tdebug.interpreter import limits, memory_events, patches, program_axis, stores, versions  # noqa: E402
+from tdebug.interpreter import grid_loop, limits, memory_events, patches, program_axis, stores, versions  # noqa: E402
 from tdebug.runtime.follow import Follower, serialise_launches  # noqa: E402
 from tdebug.runtime.repro import ReproWriter  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
@@ -43,6 +43,8 @@ layers = {}
 for owner, name, _ in versions._ORIGINALS.values():
     layers[f"{versions.owner_label(owner)}.{name}"] = versions.layers_of(owner, name)
 listening = {op: memory_events.listeners(op) for op in memory_events.OPS}
+launching = {hook: grid_loop.LISTENING.names(hook) for hook in ("on_launch", "before_host_args", "on_host_args",
+                                                                 "on_launch_end")}
 print(json.dumps({"version": versions.TRITON_VERSION, "patched": sorted(versions.PATCHED),
                   "problems": versions.problems(), "unregistered": versions.unregistered(), "layers": layers,
-                  "listening": listening}))
+                  "listening": listening, "launching": launching}))
