@@ -192,6 +192,12 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
             raise click.UsageError(f"{why}: it needs the GPU's interpreter pass (--device auto or cuda, --engine "
                                    "auto or tdebug)")
         raise CouldNotRun(f"{why}: {NO_GPU}")
+    if keep_log and not use_tools:  # asked for a log no tool would write: never a silent no-op
+        why = "--keep-log keeps compute-sanitizer's raw log"
+        if device == "cpu" or engine not in ("auto", "compute-sanitizer"):
+            raise click.UsageError(f"{why}: it needs the GPU tools (--device auto or cuda, --engine auto or "
+                                   "compute-sanitizer)")
+        raise CouldNotRun(f"{why}: {NO_GPU}")
     limits = _limits(max_programs, max_mib, use_gpu)
     repro_folder = repro.Folder(repro_dir)
     if line:  # a note, on stdout: stderr is for the one line of an error
