@@ -508,6 +508,8 @@ def _integer_scalars(frame) -> dict[str, object]:
         kind = getattr(value, "type", None)
         if not callable(getattr(kind, "is_block", None)) or kind.is_block() or kind.is_ptr():
             continue
+        if not kind.scalar.is_int():  # bf16 / fp8 values are held as integer bit patterns: not integer scalars
+            continue
         if is_batched(handle):
             found[name] = data.reshape(data.shape[0], -1)[:, 0]
         elif data.size == 1:

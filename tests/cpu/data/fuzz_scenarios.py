@@ -252,3 +252,32 @@ def scenario_exp2_of_reverse_scan(seed: int):
     out, t = torch.empty(64), torch.empty(64)
     exp2_of_reverse_scan_kernel[(4,)](x, out, t, B=16)
     return out, t
+
+
+@triton.jit
+def bf16_scalar_local_kernel(x_ptr, out_ptr, B: tl.constexpr):
+    """A bf16 scalar local (a product reduction of values with NaN/Inf), then a store: the store records name each
+    program's integer locals, and a bf16 value (held as uint16 bits) is none of them."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    v = tl.load(x_ptr + offs)
+    s = tl.reduce(v, 0, _mul_combine)  # noqa: F841 - a local the records must not read
+    tl.store(out_ptr + offs, v)
+
+
+@triton.jit
+def _mul_combine(a, b):
+    return a * b
+
+
+def scenario_bf16_scalar_local(seed: int):
+    """Serial and batched recorded the product's NaN bits differently (which NaN numpy keeps depends on its loop)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(640, generator=g, dtype=torch.float64)
+    picks = torch.randint(0, 640, (80,), generator=g)
+    specials = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e38, -1e-40, 7e4, 0.0], dtype=torch.float64)
+    x[picks] = specials[torch.randint(0, 7, (80,), generator=g)]
+    x = x.to(torch.bfloat16)
+    out = torch.empty(640, dtype=torch.bfloat16)
+    bf16_scalar_local_kernel[(20,)](x, out, B=32)
+    return out
