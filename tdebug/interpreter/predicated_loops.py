@@ -576,10 +576,8 @@ def _merge(state: _Iteration, old: Any, new: Any, name: str) -> Any:
 
 
 def _is_program_scalar(value: Any, size: int) -> bool:
-    import triton.language as tl
-
-    return isinstance(value, tl.tensor) and getattr(value.handle, MARK, False) and not value.type.is_block() \
-        and value.dtype.is_int() and np.shape(value.handle.data) == (size, 1) and not _extras(value.handle)
+    """_program_int held as a (size, 1) column with nothing beside its values (what _as_program_scalars makes)."""
+    return _program_int(value, size) and np.shape(value.handle.data) == (size, 1) and not _extras(value.handle)
 
 
 def _as_program_scalars(value: int, like: Any, size: int) -> Any:
