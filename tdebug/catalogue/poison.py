@@ -143,6 +143,20 @@ class Allocations:
 ALLOCATIONS = Allocations()
 
 
+def keep_default_device() -> None:
+    """Before tdebug replaces torch.empty & co.: torch's default device (`with torch.device("cuda"):`,
+    torch.set_default_device) recognises the functions that take a device by identity, in a set it builds once on
+    first use (torch.utils._device._device_constructors). Built while tdebug's wrappers stood in for torch.empty,
+    it held the wrappers, so the script's own torch.empty calls no longer got the default device: its tensors landed
+    on the CPU beside its CUDA ones (mixed-device errors, CUDA tensors into numpy, on a GPU). Built here first, it
+    holds torch's own functions, which the wrappers call."""
+    try:
+        from torch.utils._device import _device_constructors
+    except ImportError:  # a torch without it has no set to spoil
+        return
+    _device_constructors()
+
+
 _REINSTALL: list = []  # the poisoned_empty block now open: how to install its wrappers again
 
 
@@ -164,6 +178,7 @@ def poisoned_empty() -> Iterator[Allocations]:
         "empty_strided": torch.empty_strided,
     }
     original_new_empty = torch.Tensor.new_empty
+    keep_default_device()
 
     def wrap(fn):
         def poisoned(*args, **kwargs):

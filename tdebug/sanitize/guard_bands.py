@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..catalogue.poison import poison_, poison_mask
+from ..catalogue.poison import keep_default_device, poison_, poison_mask
 from ..report import Finding
 
 SENTINEL = 0x5A  # margin byte; differs from the poison pattern (0xA5 / signalling NaN) used inside outputs
@@ -99,7 +99,7 @@ def guard_tensor(t: torch.Tensor, name: str, copy: bool = True) -> Guarded:
 def _changed(region: torch.Tensor, esize: int) -> torch.Tensor:
     """Indices (elements) of region whose bytes are not all the sentinel."""
     if region.numel() == 0:
-        return torch.zeros(0, dtype=torch.long)
+        return torch.zeros(0, dtype=torch.long, device="cpu")
     raw = region.view(torch.uint8).reshape(-1, esize)
     return (raw != SENTINEL).any(dim=1).nonzero().reshape(-1).cpu()
 
@@ -211,6 +211,7 @@ class GuardSession:
         guarded tensors (empty ones poisoned)."""
         current = {name: getattr(torch, name) for name in _ORIGINALS}
         current_new_empty = torch.Tensor.new_empty
+        keep_default_device()
 
         def wrap(fn, empty: bool):
             def guarded(*args, **kwargs):

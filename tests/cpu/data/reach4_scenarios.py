@@ -9,8 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
-FLAG_AGGREGATE: tl.constexpr = 1
-FLAG_PREFIX: tl.constexpr = 2
+FLAG_AGGREGATE = tl.constexpr(1)  # a global a kernel reads must be a constexpr object for compiled Triton
+FLAG_PREFIX = tl.constexpr(2)
 
 
 @triton.jit
