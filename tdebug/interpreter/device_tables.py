@@ -160,7 +160,7 @@ def _host_copy(start: int, entry: tuple[int, object, list], arg_host: dict, out:
     host.copy_(storage)
     copied = Copied(storage, host)
     for t in tensors:
-        view = torch.empty(0, dtype=t.dtype).set_(host, t.storage_offset(), t.size(), t.stride())
+        view = torch.empty(0, dtype=t.dtype, device="cpu").set_(host, t.storage_offset(), t.size(), t.stride())
         copied.tensors.append(view)
     HOMES[host.data_ptr()] = max(tensors, key=lambda t: t.numel())
     out.copied.append(copied)

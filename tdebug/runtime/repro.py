@@ -148,7 +148,7 @@ class ReproWriter:
                         snap.nbytes += storage.nbytes()
                         copies[ptr] = storage.cpu().clone() if snap.nbytes <= self.max_bytes else None
                     if copies[ptr] is not None:
-                        view = torch.empty(0, dtype=value.dtype).set_(copies[ptr], value.storage_offset(),
+                        view = torch.empty(0, dtype=value.dtype, device="cpu").set_(copies[ptr], value.storage_offset(),
                                                                        value.size(), value.stride())
                         snap.tensors.append(view)
                         snap.empty.append(ALLOCATIONS.was_empty(ptr))
@@ -388,14 +388,15 @@ for t, empty in zip(saved["tensors"], launch["empty"]):
     key = storage.data_ptr()
     if key not in storages:
         if empty:
-            fresh = torch.empty(storage.nbytes(), dtype=torch.uint8)
+            fresh = torch.empty(storage.nbytes(), dtype=torch.uint8, device="cpu")
             # through numpy: a torch op's write would count as written (tdebug tracks them), the bytes would not
-            fresh.numpy()[:] = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+            fresh.numpy()[:] = torch.empty(0, dtype=torch.uint8, device="cpu").set_(storage).numpy()
             allocated.append(fresh)
             storages[key] = fresh.untyped_storage()
         else:
             storages[key] = storage
-    tensors.append(torch.empty(0, dtype=t.dtype).set_(storages[key], t.storage_offset(), t.size(), t.stride()))
+    tensors.append(torch.empty(0, dtype=t.dtype, device="cpu").set_(storages[key], t.storage_offset(), t.size(),
+                                                                     t.stride()))
 
 
 def value(v):

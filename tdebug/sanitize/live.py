@@ -163,7 +163,7 @@ def _views(ptr: int, nbytes: int, tensors: list[torch.Tensor]) -> list[ArgView]:
     else:
         chosen = [t for t in tensors if t.element_size() == first.element_size()][:MAX_VIEWS]
         if len(tensors) > MAX_VIEWS:  # too many views to tell apart: the storage as a flat tensor
-            chosen = [torch.empty(0, dtype=first.dtype).set_(first.untyped_storage())]
+            chosen = [torch.empty(0, dtype=first.dtype, device=first.device).set_(first.untyped_storage())]
     home = device_tables.home_of(ptr)  # on a GPU: the device tensor this host copy stands for
     home_ptr = home.untyped_storage().data_ptr() if home is not None else ptr
     return [ArgView(tensor_name(t), t, ptr, nbytes, t.element_size(), was_empty=ALLOCATIONS.was_empty(home_ptr),

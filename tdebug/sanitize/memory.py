@@ -59,7 +59,7 @@ class ArgView:
         """Bool per storage element: does this view span it?"""
         if self._member is None:
             n = self.storage_bytes // self.elsize
-            m = torch.zeros(n, dtype=torch.bool)
+            m = torch.zeros(n, dtype=torch.bool, device="cpu")  # not the script's default device
             t = self.tensor
             if t.numel():
                 m.as_strided(t.shape, t.stride(), t.storage_offset()).fill_(True)

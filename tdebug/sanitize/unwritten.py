@@ -160,7 +160,8 @@ def unwritten_findings(view: ArgView, evidence: Evidence | None) -> list[Finding
     if not evidence.exhaustive:
         report = cold
     else:
-        index = torch.arange(view.storage_bytes // view.elsize).as_strided(t.shape, t.stride(), t.storage_offset())
+        elements = torch.arange(view.storage_bytes // view.elsize, device="cpu")
+        index = elements.as_strided(t.shape, t.stride(), t.storage_offset())
         report = cold & torch.from_numpy(evidence.admitted)[index]
     n = int(report.sum())
     if not n:

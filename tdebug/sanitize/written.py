@@ -38,7 +38,7 @@ def marks_by_element(storage_ptr: int, elsize: int) -> np.ndarray | None:
 def element_index(t: torch.Tensor) -> torch.Tensor:
     """For each element of the view, its index among the storage's elements of t's size."""
     n = t.untyped_storage().nbytes() // t.element_size()
-    return torch.arange(n).as_strided(t.shape, t.stride(), t.storage_offset())
+    return torch.arange(n, device="cpu").as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def unwritten_mask(t: torch.Tensor, storage_ptr: int | None = None) -> torch.Tensor:

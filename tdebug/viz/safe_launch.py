@@ -84,12 +84,12 @@ class GuardState:
         if reloc is None:
             nbytes = storage.nbytes()
             guard = min(max(GUARD_MIN, -(-nbytes // 64) * 64), GUARD_MAX)
-            buffer = torch.zeros(nbytes + 2 * guard, dtype=torch.uint8)
+            buffer = torch.zeros(nbytes + 2 * guard, dtype=torch.uint8, device="cpu")
             buffer[guard:guard + nbytes].copy_(_bytes(storage))
             reloc = self.relocations[key] = Relocation(buffer, guard, nbytes, storage)
             start = buffer.data_ptr()
             self._register((start, start + buffer.numel()), (start + guard, start + guard + nbytes))
-        copy = torch.empty(0, dtype=arg.dtype)
+        copy = torch.empty(0, dtype=arg.dtype, device="cpu")
         copy.set_(reloc.buffer.untyped_storage(), reloc.guard // arg.element_size() + arg.storage_offset(),
                   arg.size(), arg.stride())
         return copy
@@ -117,7 +117,7 @@ class GuardState:
 
     def scratch_address(self) -> int:
         if self.scratch is None:
-            self.scratch = torch.zeros(64, dtype=torch.uint8)
+            self.scratch = torch.zeros(64, dtype=torch.uint8, device="cpu")
         return self.scratch.data_ptr()
 
 
@@ -125,7 +125,7 @@ GUARD = GuardState()
 
 
 def _bytes(storage: torch.UntypedStorage) -> torch.Tensor:
-    return torch.empty(0, dtype=torch.uint8).set_(storage)
+    return torch.empty(0, dtype=torch.uint8, device="cpu").set_(storage)
 
 
 def _elsize(ptrs) -> int:
