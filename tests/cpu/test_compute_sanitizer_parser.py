@@ -115,6 +115,25 @@ def test_attach_replaces_the_crash_it_explains_and_resolves_bare_file_names(tmp_
     assert "nomask_store_spec.py:17: bounds: store outside every allocation" in render(bad.findings[0])
 
 
+def test_a_script_ended_by_the_tools_exit_code_is_a_consequence_not_a_second_finding():
+    """On the H200 (gpu-verdict-parity.md, 11 seeded bugs): memcheck found the access, the script's process ended
+    with memcheck's --error-exitcode before tdebug read its results, and the case showed '1 fail' beside the bounds
+    finding, a verdict the CPU never gives. The exit is the error's consequence, as a crash is."""
+    text = log("memcheck_cases.log")
+    first = text.split("# tdebug: child from case 1")[0]
+    ended = Finding(check="fail", message=f"the script exited with code {cs.ERROR_EXITCODE} before tdebug could "
+                                          "read its results (os._exit, or a crash in native code)")
+    own = Finding(check="fail", message="the script exited with code 3 before tdebug could read its results")
+    result = JobResult(kernel="k", labels=["s", "t"], cases=[
+        CaseResult(index=0, label="s", status="fail", findings=[ended]),
+        CaseResult(index=1, label="t", status="fail", findings=[own])],
+        logs=[ChildLog(0, first, "", cs.ERROR_EXITCODE)])
+    cs.attach_tool_findings(result, "memcheck")
+    bad, other = result.cases
+    assert [f.check for f in bad.findings] == ["bounds"]
+    assert other.findings == [own]  # the script's own exit code stays a finding
+
+
 def test_unparsed_errors_still_fail_the_case():
     result = JobResult(labels=["s"], cases=[CaseResult(index=0, label="s", status="pass")],
                        logs=[ChildLog(0, "========= COMPUTE-SANITIZER\n========= Something new\n", "",
@@ -176,3 +195,17 @@ def test_initcheck_reads_by_pytorch_kernels_are_tdebugs_own_and_dropped():
     assert cs._tdebug_own_read(lib) and not cs._tdebug_own_read(triton)
     assert cs._short_name("void at::native::vectorized_elementwise_kernel<(int)4, F<short>>(int, F)") == \
         "at::native::vectorized_elementwise_kernel<(int)4, F<short>>"
+
+
+def test_initcheck_reads_of_a_kernels_own_tensor_descriptor_are_not_the_users_uninit(tmp_path):
+    """initcheck does not see the writes that build a device-side TMA descriptor (tl.make_tensor_descriptor) in
+    Triton's scratch memory: its reads there are dropped; an uninit read on any other line stays."""
+    source = tmp_path / "desc.py"
+    source.write_text("    xd = tl.make_tensor_descriptor(X, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])\n"
+                      "    x = tl.load(X + offs)\n")
+    at_descriptor = cs.ToolError("initcheck", "uninit", "h", file=str(source), line=1)
+    at_load = cs.ToolError("initcheck", "uninit", "h", file=str(source), line=2)
+    memcheck_there = cs.ToolError("memcheck", "bounds", "h", file=str(source), line=1)
+    assert cs._descriptor_scratch_read(at_descriptor)
+    assert not cs._descriptor_scratch_read(at_load)
+    assert not cs._descriptor_scratch_read(memcheck_there)
