@@ -35,10 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "cpu" / "data"
 GPU_SCRIPTS = ROOT / "tests" / "gpu" / "scripts"
 TIMEOUT = 150  # seconds per run: a case past it is a hang of that run
-WRAPPER = """import runpy, sys, torch
+WRAPPER = """import os, runpy, sys, torch
 if torch.cuda.is_available():
     torch.set_default_device("cuda")
 sys.argv = {argv!r}
+sys.path.insert(0, os.path.dirname(sys.argv[0]))  # as `python SCRIPT` does: its folder's modules importable
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 # tests/gpu/scripts that are not one scenario each: a helper module, a catalogue runner, the Liger wrapper (liger_op
