@@ -297,6 +297,7 @@ def install(exact_values: bool = True) -> None:
         op_memo,
         provenance,
         scalars,
+        tf32,
     )
 
     grid_loop.install()
@@ -307,7 +308,7 @@ def install(exact_values: bool = True) -> None:
     pin_autotune()
     _record_launches()
     device_tables.install()  # pointer tables of device addresses, on a GPU: to the launch's host copies
-    for module in (scalars, compat, grid, libdevice, casts) + ((bf16, fma) if exact_values else ()):
+    for module in (scalars, compat, grid, libdevice, casts) + ((bf16, fma, tf32) if exact_values else ()):
         module.install()
     aliases.install()
     lean.install()

@@ -160,7 +160,7 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_fp_to_*", ("src", "dst_type")),
     Internal("InterpreterBuilder", "create_*f"),  # minimumf, maximumf, clampf, precise_divf, approx_divf
     Internal("InterpreterBuilder", "create_*"),  # the math ops: cos, sin, exp, exp2, log, log2, sqrt, erf, ...
-    Internal("InterpreterBuilder", "create_dot", ("a", "b", "d")),
+    Internal("InterpreterBuilder", "create_dot", ("a", "b", "d", "input_precision")),
     Internal("InterpreterBuilder", "cast_impl", ("src", "dst_type")),  # every int/float cast (casts.py)
     # Issue 19: builtins bound to module-level names (aliases.py), block-pointer and descriptor masks
     # (block_pointers.py; 3.8 lowered tl.make_block_ptr onto tensor descriptors), pointer tables
