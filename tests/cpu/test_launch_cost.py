@@ -51,3 +51,54 @@ def test_copy_home_same_as_triton_in_every_arrangement():
         if len(calls) == before:
             skipped.add(name)
     assert skipped == {"own", "alias, own last", "view"}
+
+
+REPATCHED = r'''
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from tdebug.runtime.engine import Recipe, install
+install(Recipe(interpret=True))
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def apply_exp(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+x = torch.rand(64) + 0.5
+outs, same = [], []
+original_exp = tl.exp
+for step in range(4):
+    if step == 2:
+        tl.exp = tl.log  # the language changed between launches (another builtin under the name)
+    y = torch.empty_like(x)
+    apply_exp[(2,)](x, y, BLOCK=32)
+    outs.append(torch.allclose(y, torch.log(x)) if step >= 2 else torch.allclose(y, torch.exp(x)))
+    same.append(tl.exp is (tl.log if step >= 2 else original_exp))
+print(json.dumps({"outs": outs, "same": same}))
+'''
+
+
+def test_language_changed_between_launches_is_patched_anew(tmp_path):
+    """The builtins listed once per process (lean.py) are listed again when one of them is no longer the
+    package's attribute: the launch after the change runs the new builtin and leaves it in place."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "repatched.py"
+    script.write_text(REPATCHED)
+    for executor in ("batched", "serial"):
+        env = {**os.environ, "PYTHONPATH": str(root), "TDEBUG_EXECUTOR": executor}
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=root, env=env,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert report == {"outs": [True] * 4, "same": [True] * 4}, (executor, report)
