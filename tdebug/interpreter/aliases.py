@@ -42,10 +42,11 @@ def patch_aliases(fn, scope) -> None:
     import triton.language as tl
     from triton.runtime import interpreter
 
-    # What the interpreter has just swapped in: the original builtin -> its interpreted replacement.
-    replaced = {id(original): getattr(owner, name) for owner, name, original in scope._changes
-                if original is not interpreter._MISSING}
     names = fn.__globals__
+    held = set(map(id, names.values()))
+    # What the interpreter has just swapped in, for the objects fn's globals hold: the original -> its replacement.
+    replaced = {id(original): getattr(owner, name) for owner, name, original in scope._changes
+                if id(original) in held and original is not interpreter._MISSING}
     namespace = _Namespace(names)
     for name, value in list(names.items()):
         if id(value) in replaced and replaced[id(value)] is not value:

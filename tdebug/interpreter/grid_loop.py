@@ -442,6 +442,46 @@ def _host_args(original):
     return _init_args_hst
 
 
+def _copies_home(args_dev, args_hst, kwargs: dict, kwargs_hst: dict) -> dict[int, tuple]:
+    """What Triton's _restore_args_dev copies home: per device storage (by address), the last (device storage,
+    host storage) pair its walk of the arguments finds (tensors, tuples of them, a descriptor's base)."""
+    from triton.runtime import interpreter
+
+    pairs: dict[int, tuple] = {}
+
+    def walk(dev, hst) -> None:
+        if hasattr(dev, "data_ptr"):
+            dev, hst = interpreter._unwrap_tensor(dev), interpreter._unwrap_tensor(hst)
+            pairs[dev.untyped_storage().data_ptr()] = (dev.untyped_storage(), hst.untyped_storage())
+        elif isinstance(dev, tuple):
+            for d, h in zip(dev, hst):
+                walk(d, h)
+        elif isinstance(dev, interpreter.TensorDescriptor):
+            walk(dev.base, hst.base)
+
+    for dev, hst in zip(args_dev, args_hst):
+        walk(dev, hst)
+    for key, dev in kwargs.items():
+        walk(dev, kwargs_hst[key])
+    return pairs
+
+
+def _same_memory(dev, hst) -> bool:
+    return dev.device == hst.device and dev.data_ptr() == hst.data_ptr() and dev.nbytes() == hst.nbytes()
+
+
+def _restore_home(original):
+    def _restore_args_dev(self, args_dev, args_hst, kwargs, kwargs_hst):
+        """Triton's copy of the host copies home, skipped where every copy it would make is of a storage onto
+        itself (a CPU tensor is its own host copy: the copy changes nothing)."""
+        pairs = _copies_home(args_dev, args_hst, kwargs, kwargs_hst)
+        if all(_same_memory(dev, hst) for dev, hst in pairs.values()):
+            return None
+        return original(self, args_dev, args_hst, kwargs, kwargs_hst)
+
+    return _restore_args_dev
+
+
 def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> None:
     """The launch on the batched engine where it can, on Triton's own __call__ otherwise."""
     from triton.runtime import interpreter
@@ -517,10 +557,11 @@ def _installed() -> bool:
 
 def install() -> None:
     """Install the grid loop: the innermost of tdebug's layers on GridExecutor.__call__ (and on _init_args_hst:
-    the listeners' on_host_args)."""
+    the listeners' on_host_args; on _restore_args_dev: no copy of a storage onto itself)."""
     from triton.runtime import interpreter
 
     if _installed():
         return
     patch(interpreter.GridExecutor, "__call__", _call)
     patch(interpreter.GridExecutor, "_init_args_hst", _host_args)
+    patch(interpreter.GridExecutor, "_restore_args_dev", _restore_home)

@@ -17,7 +17,10 @@ run as before. tdebug's alias patch (aliases.py) wraps `_patch_lang` inside this
 from __future__ import annotations
 
 import inspect
+import operator
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from .grid_loop import current_launch
@@ -83,6 +86,19 @@ class _Listing:
     members: list[tuple[str, Any]]  # (name, Triton's builtin)
     # (executor, then _patch_attr, semantic, builder by id) -> (those three, the value set per member)
     patched: dict[tuple, tuple] = field(default_factory=dict)
+    names: tuple[str, ...] = ()  # the members' names, in order
+    builtins: tuple[Any, ...] = ()  # and their builtins
+    changes: tuple[tuple, ...] = ()  # (pkg, name, builtin) per member: what scope.set_attr records
+
+    def __post_init__(self) -> None:
+        self.names = tuple(name for name, _ in self.members)
+        self.builtins = tuple(member for _, member in self.members)
+        self.changes = tuple((self.pkg, name, member) for name, member in self.members)
+
+    def unchanged(self) -> bool:
+        """Is every member still pkg's attribute (Triton's original builtin, not patched over)?"""
+        now = map(getattr, repeat(self.pkg), self.names, repeat(None))
+        return all(map(operator.is_, now, self.builtins))
 
 
 def _builtins_listed_once(original):
@@ -109,8 +125,7 @@ def _builtins_listed_once(original):
             return original(pkg, builder, scope)
         entry = listed.get(id(pkg))
         size = len(vars(pkg))
-        if entry is None or entry.pkg is not pkg or entry.size != size or \
-                any(getattr(pkg, name, None) is not member for name, member in entry.members):
+        if entry is None or entry.pkg is not pkg or entry.size != size or not entry.unchanged():
             members = [(name, member) for name, member in inspect.getmembers(pkg) if core.is_builtin(member)]
             same = entry is not None and entry.pkg is pkg and len(members) == len(entry.members) and all(
                 a == c and b is d for (a, b), (c, d) in zip(members, entry.members))
@@ -120,10 +135,10 @@ def _builtins_listed_once(original):
         key = (executor(),) + tuple(id(x) for x in context)
         found = entry.patched.get(key)
         if found is not None and all(a is b for a, b in zip(found[0], context)):
-            changes = scope._changes
-            for (name, member), value in zip(entry.members, found[1]):
-                changes.append((pkg, name, member))  # what scope.set_attr records: member is pkg's attribute
-                setattr(pkg, name, value)
+            # What scope.set_attr records and sets for each member in turn (member is pkg's attribute), the
+            # records made first: nothing between the two reads them.
+            scope._changes.extend(entry.changes)
+            deque(map(setattr, repeat(pkg), entry.names, found[1]), maxlen=0)
             return
         start = len(scope._changes)
         for name, member in entry.members:

@@ -208,7 +208,7 @@ READS: dict[str, tuple[str, ...]] = {
     "InterpreterBuilder": ("grid_idx", "grid_dim", "options"),
     "Autotuner": ("prune_configs",),
     "triton.runtime.interpreter": ("TensorHandle", "interpreter_builder", "_tuple_create", "InterpretedFunction",
-                                   "_LangPatchScope"),
+                                   "_LangPatchScope", "_unwrap_tensor", "TensorDescriptor"),
 }
 
 

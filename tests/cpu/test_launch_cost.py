@@ -1,0 +1,104 @@
+"""A launch's fixed cost cut without changing what it does: Triton's copy of the host copies home is skipped only
+where every copy it would make is of a storage onto itself."""
+
+from __future__ import annotations
+
+import torch
+from triton.runtime import interpreter
+
+from tdebug.interpreter import grid_loop, versions
+
+
+def _home_after(restore, args_dev: list, args_hst: list, kwargs: dict, kwargs_hst: dict) -> list[list[float]]:
+    restore(None, args_dev, args_hst, kwargs, kwargs_hst)
+    return [t.tolist() for t in args_dev + list(kwargs.values()) if isinstance(t, torch.Tensor)]
+
+
+def _arrangements():
+    """(args_dev, args_hst, kwargs, kwargs_hst) made fresh: own host copies, other host copies, aliases of both."""
+    def fresh():
+        x, y = torch.arange(4.0), torch.arange(4.0) + 10
+        return x, y, x.clone() + 100, y.clone() + 100
+    x, y, cx, cy = fresh()
+    yield "own", [x, y], [x, y], {}, {}
+    x, y, cx, cy = fresh()
+    yield "copies", [x, y], [cx, cy], {}, {}
+    x, y, cx, cy = fresh()
+    yield "one copy", [x, y], [x, cy], {}, {}
+    x, y, cx, cy = fresh()
+    yield "alias, copy last", [x, x], [x, cx], {}, {}
+    x, y, cx, cy = fresh()
+    yield "alias, own last", [x, x], [cx, x], {}, {}  # Triton copies x onto itself last: cx never goes home
+    x, y, cx, cy = fresh()
+    yield "tuple and kwarg", [(x, 3)], [(x, 3)], {"out": y}, {"out": cy}
+    x, y, cx, cy = fresh()
+    yield "view", [x[1:]], [x[1:]], {}, {}
+
+
+def test_copy_home_same_as_triton_in_every_arrangement():
+    triton_restore = versions.original_of(interpreter.GridExecutor._restore_args_dev)  # Triton's, not tdebug's
+    calls: list[int] = []
+
+    def counted(*args):
+        calls.append(1)
+        return triton_restore(*args)
+
+    ours = grid_loop._restore_home(counted)
+    skipped = set()
+    for (name, *ours_args), (_, *triton_args) in zip(_arrangements(), _arrangements()):
+        before = len(calls)
+        assert _home_after(ours, *ours_args) == _home_after(triton_restore, *triton_args), name
+        if len(calls) == before:
+            skipped.add(name)
+    assert skipped == {"own", "alias, own last", "view"}
+
+
+REPATCHED = r'''
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from tdebug.runtime.engine import Recipe, install
+install(Recipe(interpret=True))
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def apply_exp(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+x = torch.rand(64) + 0.5
+outs, same = [], []
+original_exp = tl.exp
+for step in range(4):
+    if step == 2:
+        tl.exp = tl.log  # the language changed between launches (another builtin under the name)
+    y = torch.empty_like(x)
+    apply_exp[(2,)](x, y, BLOCK=32)
+    outs.append(torch.allclose(y, torch.log(x)) if step >= 2 else torch.allclose(y, torch.exp(x)))
+    same.append(tl.exp is (tl.log if step >= 2 else original_exp))
+print(json.dumps({"outs": outs, "same": same}))
+'''
+
+
+def test_language_changed_between_launches_is_patched_anew(tmp_path):
+    """The builtins listed once per process (lean.py) are listed again when one of them is no longer the
+    package's attribute: the launch after the change runs the new builtin and leaves it in place."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "repatched.py"
+    script.write_text(REPATCHED)
+    for executor in ("batched", "serial"):
+        env = {**os.environ, "PYTHONPATH": str(root), "TDEBUG_EXECUTOR": executor}
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=root, env=env,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert report == {"outs": [True] * 4, "same": [True] * 4}, (executor, report)
