@@ -105,7 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REPRO_ROOT] = config.workerinput.get("tdebug_repro")
     elif config.option.tdebug_repro:
         from ..runtime.files import OutputError, distinct_outputs
-        from ..runtime.repro import ReproError, prepare_root
+        from ..runtime.reproducers import ReproError, prepare_root
 
         try:
             distinct_outputs(("--tdebug-json", config.option.tdebug_json),

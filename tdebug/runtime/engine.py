@@ -76,7 +76,7 @@ class Engine:
     recipe: Recipe
     sanitizer: Any = None  # sanitize.session.SanitizerSession or sanitize.symbolic.SymbolicSession
     follower: Any = None  # runtime.follow.Follower
-    repro: Any = None  # runtime.repro.ReproWriter
+    repro: Any = None  # runtime.reproducers.ReproWriter
     listeners: list[Part] = field(default_factory=list)
 
     @property
@@ -122,7 +122,7 @@ def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[P
 
         limits.install(limits.Limits(recipe.limits.max_programs, recipe.limits.max_bytes))
     if recipe.repro is not None:
-        from .repro import ReproWriter
+        from .reproducers import ReproWriter
 
         folder, label = recipe.repro
         engine.repro = ReproWriter(folder, label=label)

@@ -432,7 +432,7 @@ def test_a_write_into_another_module_is_caught():
 # copies); repro counts the sanitizer's findings of a launch after the sanitizer's end; follow and serialise
 # hold a lock or hand a launch to another process; launch_clock times all of tdebug's work in a launch.
 LAUNCH_WRAPPERS = {
-    "GridExecutor.__call__": {"interpreter/grid_loop.py", "sanitize/session.py", "runtime/repro.py",
+    "GridExecutor.__call__": {"interpreter/grid_loop.py", "sanitize/session.py", "runtime/reproducers.py",
                               "runtime/follow.py", "interpreter/patches.py"},
     "GridExecutor._init_args_hst": {"interpreter/grid_loop.py", "sanitize/session.py"},
 }
