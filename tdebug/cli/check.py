@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ..catalogue.files import kernel_files
-from ..check.runner import check_file
+from ..check.against_reference import check_file
 from ..report import Finding, render
 from ..runtime import device as device_mod
 from ..runtime.files import same_file, write_output

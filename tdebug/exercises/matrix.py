@@ -209,7 +209,7 @@ def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
         kinds = tuple(sorted({c.status for c in result.cases if c.status in ("assert", "overflow")}))
         return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds)
     if detector == "gpu:guard":
-        from ..check.runner import check_file
+        from ..check.against_reference import check_file
 
         kwargs = ({"shapes": [bug.shape], "dtypes": [bug.dtype], "layouts": [bug.layout]} if single
                   else {"quick": opts.quick})

@@ -1,6 +1,6 @@
 """The child process of `tdebug viz`: runs a target's launches traced, writes one LaunchMap per launch.
 
-Started by tdebug.viz.runner with TRITON_INTERPRET=1 already in its environment, so Triton reads it at
+Started by tdebug.viz.trace_parent with TRITON_INTERPRET=1 already in its environment, so Triton reads it at
 import. A kernel that still crashes the interpreter kills only this process; the launches finished
 before it are on disk already.
 
