@@ -149,7 +149,7 @@ def _log(text: str) -> None:
 
 def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file: str | None,
         skipped: list[dict] | None = None) -> bool:
-    from ..bench.report import render_text, verdicts
+    from ..bench.report import goal_results, render_text
     from ..bench.timing import Options, Timer, bench_case, environment, measure_peaks, peaks_dict, row_dict
 
     env = environment()
@@ -181,7 +181,7 @@ def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file:
         "results": [row_dict(r) for r in rows],
         "skipped": skipped or [],
     }
-    report["targets"] = [v.__dict__ for v in verdicts(rows, peaks.copy_gbps)]
+    report["targets"] = [v.__dict__ for v in goal_results(rows, peaks.copy_gbps)]
     click.echo(render_text(report, rows))
     if json_file:
         write_output(json_file, json.dumps(report, indent=1) + "\n", "--json")
