@@ -17,7 +17,7 @@ import pytest
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
 from ..interpreter.patches import begin_case
-from ..runtime.engine import Follow, Recipe, install
+from ..runtime.recipe import Follow, Recipe, install
 from ..runtime.worker import fault_finding
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
@@ -57,12 +57,12 @@ class Runner:
             from ..sanitize.divergence import DivergenceCheck
 
             listeners.append(DivergenceCheck.into(self.session, "pytest", keep="compiled"))
-        self.engine = install(Recipe(
+        self.installed = install(Recipe(
             interpret=True, store_records=True,  # a failing assert_close says where (tdebug.explain)
             clamp_config=self.config_index is None, repro=(Path(root), "") if root else None,
             follow=Follow(self.follow_root, {"sanitize": {"checks": sorted(self.checks)}}, active=False),
             serialise=True), self.session, listeners)  # serialise: one launch at a time across threads
-        self.follower = self.engine.follower
+        self.follower = self.installed.follower
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
@@ -194,7 +194,7 @@ class Runner:
             internal = fault_finding()  # tdebug's own error inside a patch, even one the test caught
             if internal is not None and not settings.skip:
                 findings.append(internal)
-            launches = self.engine.launches
+            launches = self.installed.launches
             tested = item.stash[SANITIZED_TEST] = SanitizedTest(
                 findings=findings, launches=len(launches), configs=[settings.config or 0],
                 seconds=time.perf_counter() - started, launch_seconds=sum(r.seconds for r in launches),

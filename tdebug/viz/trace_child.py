@@ -149,7 +149,7 @@ def main(argv: list[str]) -> int:
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("tdebug.viz.trace_child needs TRITON_INTERPRET=1 in its environment")
     os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
-    from ..runtime.engine import Recipe, install
+    from ..runtime.recipe import Recipe, install
     from . import safe_launch, trace
 
     pid = job.pid
