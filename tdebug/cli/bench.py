@@ -12,7 +12,7 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import DTYPES, TargetError, has_spec, load_target
-from ..runtime.device import gpu_visible
+from ..runtime import device
 from ..runtime.files import write_output
 from .common import SEED, fresh_seed, output_file
 
@@ -40,7 +40,12 @@ def all_targets() -> list[Path]:
 
 
 def gpu_available() -> bool:
-    return gpu_visible()
+    """bench times compiled kernels on the GPU: --device cuda, decided by runtime.device as for every command."""
+    try:
+        device.resolve("cuda")
+    except device.NoGpu:
+        return False
+    return True
 
 
 def bench_shapes(target, shapes: tuple) -> list[tuple[int, ...]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
-from ..runtime.device import gpu_visible
+from ..runtime import device as device_mod
 from ..runtime.harness import run_job
 from ..runtime.job import Job, Plan
 from ..runtime.results import render_case
@@ -68,8 +68,10 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     against its float64 reference. tl.device_assert is live in both modes.
     """
     kind = classify_target(target)
-    if mode == "debug" and not gpu_visible():
-        raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
+    try:
+        device = device_mod.resolve("cuda" if mode == "debug" else "cpu").value
+    except device_mod.NoGpu:
+        raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret") from None
     try:
         wanted_pid = parse_pid(pid)
         break_lines = None
@@ -81,7 +83,6 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         raise click.UsageError(str(e)) from None
     if break_lines is not None and mode != "interpret":
         raise click.UsageError("--break works under --mode interpret (the GPU runs compiled code)")
-    device = "cuda" if mode == "debug" else "cpu"
     seed = fresh_seed() if seed is None else seed
     plan = None
     if kind == TargetKind.SPEC:

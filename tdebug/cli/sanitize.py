@@ -64,9 +64,12 @@ def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
             raise click.UsageError("--engine compute-sanitizer needs a GPU (--device auto or cuda)")
         return False, False, ""
     asked = "--device cuda" if device == "cuda" else f"--engine {engine}"
-    gpu = device_mod.gpu_visible()
-    if not gpu:
-        if device == "cuda" or engine == "compute-sanitizer":
+    try:
+        on = device_mod.resolve(device)
+    except device_mod.NoGpu:
+        raise CouldNotRun(f"{asked}: {NO_GPU}") from None
+    if on is device_mod.Device.CPU:
+        if engine == "compute-sanitizer":
             raise CouldNotRun(f"{asked}: {NO_GPU}")
         return False, False, f"tdebug sanitize: {NO_GPU}; using the interpreter sanitizer on the CPU"
     if engine == "tdebug":

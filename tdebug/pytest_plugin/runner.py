@@ -49,9 +49,9 @@ class Runner:
         self.session = SanitizerSession(sorted(self.checks))
         # On a machine with a CUDA GPU each launch on CUDA tensors also runs compiled, from the same inputs; the test
         # goes on with the compiled results (as its GPU suite does) and the two are compared (divergence).
-        from ..runtime.device import gpu_visible_nvml
+        from ..runtime import device
 
-        self.gpu = getattr(option, "tdebug_device", "auto") != "cpu" and gpu_visible_nvml()
+        self.gpu = device.resolve(getattr(option, "tdebug_device", "auto"), nvml=True) is device.Device.CUDA
         listeners = []
         if self.gpu:
             from ..sanitize.divergence import DivergenceCheck

@@ -226,6 +226,34 @@ def test_device_resolves_once_for_every_command(monkeypatch):
     assert defaults == {"check": device.DEFAULT, "sanitize": device.DEFAULT}
 
 
+def _device_decisions(source: str) -> list[str]:
+    """`line: name` for every use of the GPU probes themselves (gpu_visible, gpu_visible_nvml) in `source`."""
+    probes = ("gpu_visible", "gpu_visible_nvml")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        else:
+            continue
+        found += [f"{node.lineno}: {name}" for name in names if name in probes]
+    return found
+
+
+def test_every_command_decides_its_device_through_resolve():
+    """cli/ (check, sanitize, run, bench), the pytest plugin and the exercises ask runtime.device.resolve where
+    they run: no module but runtime/device.py uses the GPU probes itself."""
+    found = {str(path.relative_to(PACKAGE)): uses for path in MODULES if path != DEVICE_MODULE
+             for uses in [_device_decisions(path.read_text())] if uses}
+    assert not found, found
+    planted = ("from ..runtime.device import gpu_visible\nfrom ..runtime import device\n"
+               "gpu = device.gpu_visible_nvml()\nok = device.resolve('auto')\n")
+    assert _device_decisions(planted) == ["1: gpu_visible", "3: gpu_visible_nvml"]
+
+
 def test_every_command_takes_its_exit_code_from_one_verdict():
     """run, check and sanitize end with Verdict.exit_code (runtime/verdict.py): no command decides 0/1/3 itself."""
     for name in ("run", "check", "sanitize"):
