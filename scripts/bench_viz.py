@@ -60,7 +60,7 @@ def time_cli(runs: int) -> tuple[list[float], list[float]]:
 def time_phases(runs: int) -> tuple[list[float], list[float]]:
     from tdebug.viz.draw import draw_all, warm_up
     from tdebug.viz.html import write_page
-    from tdebug.viz.runner import trace
+    from tdebug.viz.trace_parent import trace
 
     warm_up()
     job = {"kind": "spec", "target": str(ROOT / "kernels" / "matmul.py"), "argv": [], "shape": [129, 127, 65],

@@ -1,5 +1,5 @@
-"""The child process's entry point (`python -m tdebug.child JOB.json`): runs one job under the engine its recipe
-installs (runtime.engine: the patched interpreter, the sanitizers), with check's lint, as cli/ does in the parent.
+"""The child process's entry point (`python -m tdebug.child JOB.json`): runs one job under what its recipe
+installs (runtime.recipe: the patched interpreter, the sanitizers), with check's lint, as cli/ does in the parent.
 
 It is started by tdebug.runtime.harness with the mode's environment (TRITON_INTERPRET=1 or TRITON_DEBUG=1)
 already set, so Triton reads it at import; results go back over the pipe whose fd is in TDEBUG_RESULT_FD.
@@ -14,9 +14,9 @@ from pathlib import Path
 from . import settings
 from .catalogue.spec import load_target
 from .runtime import gate
-from .runtime.engine import Engine, Recipe, install
 from .runtime.job import Job, JobLimits, SanitizeOptions
 from .runtime.processes import die_with_parent
+from .runtime.recipe import Installed, Recipe, install
 from .runtime.worker import Channel, PlanError, exception_finding, run_script_job, run_spec_job
 
 
@@ -112,8 +112,8 @@ def follow_spawned() -> None:
     _install(job, follow_folder=Path(settings["folder"]), home=-1)
 
 
-def _install(job: Job, follow_folder: Path | None = None, home: int | None = None) -> Engine:
-    """The job's engine: its recipe, the sanitizer it asks for and, on a GPU's interpreter pass, the
+def _install(job: Job, follow_folder: Path | None = None, home: int | None = None) -> Installed:
+    """The job's parts installed: its recipe, the sanitizer it asks for and, on a GPU's interpreter pass, the
     divergence check (each launch on CUDA tensors also run compiled from the same snapshot)."""
     sanitizer = None
     if job.sanitize is not None:
@@ -130,8 +130,8 @@ def _install(job: Job, follow_folder: Path | None = None, home: int | None = Non
 
 
 def _run(job: Job, channel: Channel, job_file: str) -> int:
-    engine = _install(job, follow_folder=Path(job_file + ".d"))  # a script's or a launcher's forks followed
-    sanitizer, follower = engine.sanitizer, engine.follower
+    installed = _install(job, follow_folder=Path(job_file + ".d"))  # a script's or a launcher's forks followed
+    sanitizer, follower = installed.sanitizer, installed.follower
     # A child started ahead of need (the GPU pass's autotune sweep) waits here, imported, until told go or stop.
     if not gate.wait(lambda: channel.send("ready")):
         channel.send("done")
@@ -182,7 +182,7 @@ def _run(job: Job, channel: Channel, job_file: str) -> int:
     if debugger is not None:
         from .interpreter import breakpoints
 
-        why = breakpoints.never_ran(job.pid, [r.grid for r in engine.launches if r.grid])
+        why = breakpoints.never_ran(job.pid, [r.grid for r in installed.launches if r.grid])
         if why:
             channel.send("fatal", message=why, usage=True)
             return 2

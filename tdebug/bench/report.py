@@ -49,7 +49,9 @@ GOALS: dict[str, Goal] = {
 
 
 @dataclass
-class Verdict:
+class GoalResult:
+    """One kernel's timings judged against its Goal: met, missed, or nothing to judge, with the lines why."""
+
     kernel: str
     goal: str
     met: bool | None  # None: nothing to judge (no counted shape, or errors)
@@ -61,7 +63,7 @@ def _shortfall(value: float, target: float) -> str:
 
 
 def judge(kernel: str, rows: list[Row], copy_gbps: float | None = None,
-          goals: dict[str, Goal] = GOALS) -> Verdict | None:
+          goals: dict[str, Goal] = GOALS) -> GoalResult | None:
     goal = goals.get(kernel)
     if goal is None:
         return None
@@ -82,7 +84,7 @@ def judge(kernel: str, rows: list[Row], copy_gbps: float | None = None,
                                             if goal.min_bytes else "") + (
             " (target shapes: " + ", ".join("x".join(map(str, s)) for s in goal.shapes) + ")"
             if goal.shapes else ""))
-        return Verdict(kernel, goal.text, None if met else False, lines)
+        return GoalResult(kernel, goal.text, None if met else False, lines)
     if goal.geomean_ratio is not None:
         g = geomean([r.ratio for r in counted])
         ok = g >= goal.geomean_ratio
@@ -104,10 +106,10 @@ def judge(kernel: str, rows: list[Row], copy_gbps: float | None = None,
                 parts.append(f"{100 * frac:.1f}% of copy bandwidth" + (
                     "" if ok else f" < {100 * goal.peak_fraction:.0f}%, {_shortfall(frac, goal.peak_fraction)}"))
         lines.append(f"{r.label()}: " + ", ".join(parts))
-    return Verdict(kernel, goal.text, met, lines)
+    return GoalResult(kernel, goal.text, met, lines)
 
 
-def verdicts(rows: list[Row], copy_gbps: float | None = None) -> list[Verdict]:
+def goal_results(rows: list[Row], copy_gbps: float | None = None) -> list[GoalResult]:
     by_kernel: dict[str, list[Row]] = {}
     for r in rows:
         by_kernel.setdefault(r.kernel, []).append(r)

@@ -12,7 +12,7 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import DTYPES, TargetError, has_spec, load_target
-from ..runtime.device import gpu_visible
+from ..runtime import device
 from ..runtime.files import write_output
 from .common import SEED, fresh_seed, output_file
 
@@ -40,7 +40,12 @@ def all_targets() -> list[Path]:
 
 
 def gpu_available() -> bool:
-    return gpu_visible()
+    """bench times compiled kernels on the GPU: --device cuda, decided by runtime.device as for every command."""
+    try:
+        device.resolve("cuda")
+    except device.NoGpu:
+        return False
+    return True
 
 
 def bench_shapes(target, shapes: tuple) -> list[tuple[int, ...]]:
@@ -149,7 +154,7 @@ def _log(text: str) -> None:
 
 def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file: str | None,
         skipped: list[dict] | None = None) -> bool:
-    from ..bench.report import render_text, verdicts
+    from ..bench.report import goal_results, render_text
     from ..bench.timing import Options, Timer, bench_case, environment, measure_peaks, peaks_dict, row_dict
 
     env = environment()
@@ -181,7 +186,7 @@ def run(plan, dtype: str, seed: int, warmup_ms: float, rep_ms: float, json_file:
         "results": [row_dict(r) for r in rows],
         "skipped": skipped or [],
     }
-    report["targets"] = [v.__dict__ for v in verdicts(rows, peaks.copy_gbps)]
+    report["targets"] = [v.__dict__ for v in goal_results(rows, peaks.copy_gbps)]
     click.echo(render_text(report, rows))
     if json_file:
         write_output(json_file, json.dumps(report, indent=1) + "\n", "--json")

@@ -11,13 +11,13 @@ from pathlib import Path
 import click
 
 from ..catalogue.files import kernel_files
-from ..check.runner import check_file
+from ..check.against_reference import check_file
 from ..report import Finding, render
 from ..runtime import device as device_mod
 from ..runtime.files import same_file, write_output
 from ..runtime.results import JobResult, render_case
 from ..runtime.verdict import Verdict
-from . import repro
+from . import repro_option
 from .common import (
     SEED,
     TIMEOUT,
@@ -55,7 +55,7 @@ def _result_json(path: Path, result: JobResult, seed: int, device: str) -> dict:
 @executor_option
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True, help="Seconds per case before a hang.")
 @click.option("-v", "--verbose", is_flag=True, help="Details for passing cases too.")
-@repro.option
+@repro_option.option
 def command(targets, all_, device, quick, json_path, seed, timeout, verbose, repro_dir) -> None:
     """Check catalogue kernels against their references: every shape x layout x dtype x autotune config.
 
@@ -79,7 +79,7 @@ def command(targets, all_, device, quick, json_path, seed, timeout, verbose, rep
     if repro_dir and device != "cpu":
         raise click.UsageError("--repro works with --device cpu (it saves the interpreter's launches)")
     seed = fresh_seed() if seed is None else seed
-    repro_folder = repro.Folder(repro_dir)
+    repro_folder = repro_option.Folder(repro_dir)
     click.echo(f"tdebug check: {len(files)} file(s), device {device}, seed {seed}"
                + (" (quick)" if quick else ""))
     results: list[tuple[Path, JobResult]] = []

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
-from ..runtime.device import gpu_visible
+from ..runtime import device as device_mod
 from ..runtime.harness import run_job
 from ..runtime.job import Job, Plan
 from ..runtime.results import render_case
 from ..runtime.verdict import COULD_NOT_RUN, Status, Verdict
-from . import repro
+from . import repro_option
 from .common import (
     TIMEOUT,
     CouldNotRun,
@@ -59,7 +59,7 @@ def autotune_lines(cases) -> list[str]:
 @executor_option
 @click.option("--timeout", type=TIMEOUT, default=120.0, show_default=True,
               help="Seconds before a launch is declared hung (off while in the debugger).")
-@repro.option
+@repro_option.option
 def command(target, script_args, mode, shape, dtype, layout, seed, config, breaks, variant, pid, timeout,
             repro_dir) -> None:
     """Run TARGET (a catalogue file, or any script: arguments after --) and report.
@@ -68,8 +68,10 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
     against its float64 reference. tl.device_assert is live in both modes.
     """
     kind = classify_target(target)
-    if mode == "debug" and not gpu_visible():
-        raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret")
+    try:
+        device = device_mod.resolve("cuda" if mode == "debug" else "cpu").value
+    except device_mod.NoGpu:
+        raise CouldNotRun("--mode debug needs a CUDA GPU and none is visible; use --mode interpret") from None
     try:
         wanted_pid = parse_pid(pid)
         break_lines = None
@@ -81,7 +83,6 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
         raise click.UsageError(str(e)) from None
     if break_lines is not None and mode != "interpret":
         raise click.UsageError("--break works under --mode interpret (the GPU runs compiled code)")
-    device = "cuda" if mode == "debug" else "cpu"
     seed = fresh_seed() if seed is None else seed
     plan = None
     if kind == TargetKind.SPEC:
@@ -89,7 +90,7 @@ def command(target, script_args, mode, shape, dtype, layout, seed, config, break
                     configs=(config,) if config is not None else None, variants=(variant,) if variant else None)
     if repro_dir and mode != "interpret":
         raise click.UsageError("--repro works under --mode interpret (it saves the interpreter's launches)")
-    repro_folder = repro.Folder(repro_dir)
+    repro_folder = repro_option.Folder(repro_dir)
     job = Job(target=str(Path(target).resolve()), kind=kind, argv=tuple(script_args), plan=plan,
               single=kind == TargetKind.SPEC, config=config if kind == TargetKind.SCRIPT else None,
               breaks=tuple(break_lines) if break_lines is not None else None, pid=wanted_pid or None,

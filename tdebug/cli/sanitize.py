@@ -25,7 +25,7 @@ from ..runtime.verdict import Verdict
 from ..sanitize import sanitize_job
 from ..sanitize.checks import CHOICES
 from ..sanitize.sweep import sanitize_script
-from . import repro
+from . import repro_option
 from .common import (
     COULD_NOT_RUN,
     SEED,
@@ -64,9 +64,12 @@ def plan_engines(device: str, engine: str) -> tuple[bool, bool, str]:
             raise click.UsageError("--engine compute-sanitizer needs a GPU (--device auto or cuda)")
         return False, False, ""
     asked = "--device cuda" if device == "cuda" else f"--engine {engine}"
-    gpu = device_mod.gpu_visible()
-    if not gpu:
-        if device == "cuda" or engine == "compute-sanitizer":
+    try:
+        on = device_mod.resolve(device)
+    except device_mod.NoGpu:
+        raise CouldNotRun(f"{asked}: {NO_GPU}") from None
+    if on is device_mod.Device.CPU:
+        if engine == "compute-sanitizer":
             raise CouldNotRun(f"{asked}: {NO_GPU}")
         return False, False, f"tdebug sanitize: {NO_GPU}; using the interpreter sanitizer on the CPU"
     if engine == "tdebug":
@@ -133,7 +136,7 @@ def _render_result(result: JobResult, target: str, max_findings: int, engines: b
 @click.option("--max-mib", type=click.IntRange(min=0), default=None,
               help="Interpreter pass: stop (with a note) at a launch whose tensor arguments hold more MiB than "
                    "this (0: no cap; default on a GPU 256, on a CPU none).")
-@repro.option
+@repro_option.option
 def command(target, script_args, device, tools, engine, checks, shape, dtype, layout, config, full, seed,
             max_findings, json_path, keep_log, timeout, max_programs, max_mib, repro_dir) -> None:
     """Sanitize TARGET (a catalogue file or any script; its arguments after --), or with no TARGET the
@@ -199,7 +202,7 @@ def command(target, script_args, device, tools, engine, checks, shape, dtype, la
                                    "compute-sanitizer)")
         raise CouldNotRun(f"{why}: {NO_GPU}")
     limits = _limits(max_programs, max_mib, use_gpu)
-    repro_folder = repro.Folder(repro_dir)
+    repro_folder = repro_option.Folder(repro_dir)
     if line:  # a note, on stdout: stderr is for the one line of an error
         click.echo(line)
     gpu_tools = list(GPU_TOOLS) if "all" in tools else (list(tools) or ["memcheck", "initcheck"])

@@ -20,7 +20,7 @@ from ..viz import outdir
 from .common import SEED, TIMEOUT, CouldNotRun, TargetKind, classify_target, fresh_seed
 
 if TYPE_CHECKING:
-    from ..viz.runner import TraceResult
+    from ..viz.trace_parent import TraceResult
 
 
 
@@ -91,7 +91,7 @@ def command(target, script_args, shape, dtype, layout, seed, config, variant, pi
         _serve(job, target, port, timeout, folder)
         return
     from ..viz.draw import warm_up
-    from ..viz.runner import trace
+    from ..viz.trace_parent import trace
 
     result = trace(job, timeout=timeout, meanwhile=warm_up)
     code = _report(result, target, folder)
@@ -240,7 +240,7 @@ def _port_free(port: int) -> bool:
 
 
 def _serve(job: VizJob, target: str, port: int, timeout: float, out_dir: Path) -> None:
-    from ..viz.runner import Server
+    from ..viz.trace_parent import Server
 
     if not _port_free(port):
         raise click.UsageError(f"port {port} on 127.0.0.1 is in use: pick another with --port")

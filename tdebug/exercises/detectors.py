@@ -54,7 +54,7 @@ class Run:
 
 def check_job(path: Path, *, seed: int, quick: bool = False, shapes=None, dtypes=None, layouts=None,
               configs=None, reference_from: Path | None = None, device: str = "cpu") -> Job:
-    """The worker job of tdebug check (check.runner.check_file), with a config list."""
+    """The worker job of tdebug check (check.against_reference.check_file), with a config list."""
     return Job(
         target=str(Path(path).resolve()), kind="spec", lint=True,
         plan=Plan(quick=quick, device=device, seed=seed, dtypes=dtypes, layouts=layouts, shapes=shapes or None,

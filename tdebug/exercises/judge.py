@@ -173,9 +173,9 @@ def check_exercise(bug: BugEntry, copy: Path, *, quick: bool = False, seed: int 
     opts = Options(quick=quick, seed=seed, timeout=timeout, stop_early=False)
     seed = opts.the_seed()
     if gpu is None:
-        from ..runtime.device import gpu_visible
+        from ..runtime import device as device_mod
 
-        gpu = gpu_visible()
+        gpu = device_mod.resolve() is device_mod.Device.CUDA
     plan: list[tuple[str, Callable[[], Step]]] = []
     state: dict[str, JobResult] = {}
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalogue.files import kernel_files, repo_root
-from ..runtime.device import gpu_visible
+from ..runtime import device as device_mod
 from ..runtime.files import write_output
 from .detectors import CAUGHT, ERROR, MISSED, Options, Run, lint_of, run_check, run_sanitizer, story_job
 from .workspace import BugEntry, load_bugs
@@ -73,7 +73,7 @@ class Matrix:
 def unavailable_detectors() -> dict[str, str]:
     """detector -> the reason it cannot run on this machine (absent: it can)."""
     out: dict[str, str] = {}
-    gpu = gpu_visible()
+    gpu = device_mod.resolve() is device_mod.Device.CUDA
     for d in GPU_ONLY_DETECTORS:
         if not gpu:
             out[d] = "needs a CUDA GPU"
@@ -209,7 +209,7 @@ def _gpu_cell(detector: str, row: Row, opts: Options) -> Cell:
         kinds = tuple(sorted({c.status for c in result.cases if c.status in ("assert", "overflow")}))
         return Cell(detector, CAUGHT if kinds else MISSED, time.perf_counter() - started, kinds)
     if detector == "gpu:guard":
-        from ..check.runner import check_file
+        from ..check.against_reference import check_file
 
         kwargs = ({"shapes": [bug.shape], "dtypes": [bug.dtype], "layouts": [bug.layout]} if single
                   else {"quick": opts.quick})
@@ -305,7 +305,7 @@ def run_matrix(bugs: Sequence[BugEntry] | None = None, kernels: Sequence[Path] |
     for row in rows:
         row.cells = {d: row.cells[d] for d in detectors if d in row.cells}
     return Matrix(rows=rows, detectors=detectors, unavailable=missing, seed=seed, quick=quick,
-                  seconds=time.perf_counter() - started, device="cuda" if gpu_visible() else "cpu")
+                  seconds=time.perf_counter() - started, device=device_mod.resolve().value)
 
 
 # -- rendering -----------------------------------------------------------------------------------------

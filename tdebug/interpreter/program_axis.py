@@ -18,8 +18,10 @@ An op this module cannot batch raises Unported: grid_loop runs the launch on the
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,6 +241,20 @@ def _side_arrays(h):
     """A handle's per-lane side data (the nan check's origins): arrays that follow the lanes of its data."""
     return [(k, v) for k, v in vars(h).items()
             if k not in ("data", "dtype", "attr", MARK) and isinstance(v, np.ndarray)]
+
+
+@contextlib.contextmanager
+def naming_program(pid: tuple[int, int, int]) -> Iterator[None]:
+    """Inside the block Triton's builder names program `pid` (what tl.program_id and a listener read); after
+    it, the program it named before."""
+    from triton.runtime.interpreter import interpreter_builder as builder
+
+    saved = builder.grid_idx
+    builder.grid_idx = pid
+    try:
+        yield
+    finally:
+        builder.grid_idx = saved
 
 
 def slice_program(v, i: int):

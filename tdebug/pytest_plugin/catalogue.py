@@ -13,8 +13,8 @@ from ..runtime.harness import case_from_event
 from ..runtime.results import render_case
 from ..runtime.worker import Channel, run_case
 from .forked import run_forked
+from .sanitized_test import SANITIZED_TEST, SanitizedTest, TdebugFailure, crash_text
 from .testrun import Settings, prepare_child
-from .verdict import VERDICT, TdebugFailure, Verdict, crash_text
 
 
 class CatalogueFile(pytest.File):
@@ -47,19 +47,19 @@ class CaseItem(pytest.Item):
             return run_case(self.spec, self.case, session)
 
         child = run_forked(work, settings.timeout)
-        verdict = Verdict(configs=[self.case.config] if self.case.config is not None else [])
-        self.stash[VERDICT] = verdict
+        tested = SanitizedTest(configs=[self.case.config] if self.case.config is not None else [])
+        self.stash[SANITIZED_TEST] = tested
         if child.result is None:
-            verdict.crash = crash_text(child, settings.timeout)
-            verdict.launches = len(child.launches())
-            raise TdebugFailure(verdict.crash)
+            tested.crash = crash_text(child, settings.timeout)
+            tested.launches = len(child.launches())
+            raise TdebugFailure(tested.crash)
         result = case_from_event({"index": 0, **child.result})
-        verdict.findings = result.findings
-        verdict.launches = len(result.launches)
-        verdict.seconds = result.time  # the case: inputs, launches, comparison with the reference
-        verdict.timed = [{"kernel": launch.get("kernel", "?"), "seconds": launch["seconds"]}
+        tested.findings = result.findings
+        tested.launches = len(result.launches)
+        tested.seconds = result.time  # the case: inputs, launches, comparison with the reference
+        tested.timed = [{"kernel": launch.get("kernel", "?"), "seconds": launch["seconds"]}
                          for launch in result.launches if "seconds" in launch]
-        verdict.launch_seconds = sum(launch["seconds"] for launch in verdict.timed)
+        tested.launch_seconds = sum(launch["seconds"] for launch in tested.timed)
         if not result.ok:
             raise TdebugFailure("\n".join(render_case(result)))
 

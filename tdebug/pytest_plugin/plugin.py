@@ -89,10 +89,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.tdebug_config is not None and config.option.tdebug_config < 0:
         raise pytest.UsageError("--tdebug-config: a config index is 0 or more")
     if getattr(config.option, "tdebug_device", "auto") == "cuda":
-        from ..runtime.device import gpu_visible_nvml
+        from ..runtime import device
 
-        if not gpu_visible_nvml():
-            raise pytest.UsageError("--tdebug-device cuda: no CUDA GPU is visible")
+        try:
+            device.resolve("cuda", nvml=True)
+        except device.NoGpu:
+            raise pytest.UsageError("--tdebug-device cuda: no CUDA GPU is visible") from None
     if config.option.tdebug_durations is not None and config.option.tdebug_durations < 0:
         raise pytest.UsageError("--tdebug-durations: a number of tests, 0 or more (0: every test)")
     if hasattr(config, "workerinput"):
@@ -105,7 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REPRO_ROOT] = config.workerinput.get("tdebug_repro")
     elif config.option.tdebug_repro:
         from ..runtime.files import OutputError, distinct_outputs
-        from ..runtime.repro import ReproError, prepare_root
+        from ..runtime.reproducers import ReproError, prepare_root
 
         try:
             distinct_outputs(("--tdebug-json", config.option.tdebug_json),

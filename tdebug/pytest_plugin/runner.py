@@ -17,13 +17,13 @@ import pytest
 from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import has_spec
 from ..interpreter.patches import begin_case
-from ..runtime.engine import Follow, Recipe, install
+from ..runtime.recipe import Follow, Recipe, install
 from ..runtime.worker import fault_finding
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
 from .plugin import REPRO_ROOT
+from .sanitized_test import SANITIZED_TEST, SanitizedTest, TdebugFailure, crash_text
 from .testrun import Settings, TestRun, explained_assert_close, pass_findings, revive, run_test
-from .verdict import VERDICT, TdebugFailure, Verdict, crash_text
 
 
 def check_names(names, where: str) -> frozenset[str]:
@@ -49,20 +49,20 @@ class Runner:
         self.session = SanitizerSession(sorted(self.checks))
         # On a machine with a CUDA GPU each launch on CUDA tensors also runs compiled, from the same inputs; the test
         # goes on with the compiled results (as its GPU suite does) and the two are compared (divergence).
-        from ..runtime.device import gpu_visible_nvml
+        from ..runtime import device
 
-        self.gpu = getattr(option, "tdebug_device", "auto") != "cpu" and gpu_visible_nvml()
+        self.gpu = device.resolve(getattr(option, "tdebug_device", "auto"), nvml=True) is device.Device.CUDA
         listeners = []
         if self.gpu:
             from ..sanitize.divergence import DivergenceCheck
 
             listeners.append(DivergenceCheck.into(self.session, "pytest", keep="compiled"))
-        self.engine = install(Recipe(
+        self.installed = install(Recipe(
             interpret=True, store_records=True,  # a failing assert_close says where (tdebug.explain)
             clamp_config=self.config_index is None, repro=(Path(root), "") if root else None,
             follow=Follow(self.follow_root, {"sanitize": {"checks": sorted(self.checks)}}, active=False),
             serialise=True), self.session, listeners)  # serialise: one launch at a time across threads
-        self.follower = self.engine.follower
+        self.follower = self.installed.follower
         import torch
 
         torch.set_num_threads(1)  # forked children cannot use an OpenMP pool the parent started
@@ -122,20 +122,20 @@ class Runner:
         result = yield
         findings = self.session.end_case() if self.session.enabled else []
         if findings:
-            raise TdebugFailure(Verdict(findings=findings).text(where="this test's teardown"))
+            raise TdebugFailure(SanitizedTest(findings=findings).text(where="this test's teardown"))
         return result
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
-        verdict = item.stash.get(VERDICT, None)
-        if call.when == "call" and verdict is not None:
-            report.tdebug = verdict.record()
+        tested = item.stash.get(SANITIZED_TEST, None)
+        if call.when == "call" and tested is not None:
+            report.tdebug = tested.record()
         if report.failed and call.excinfo is not None:
             if isinstance(call.excinfo.value, TdebugFailure):
                 report.longrepr = call.excinfo.value.text
-            elif call.when == "call" and verdict is not None and verdict.own_failure:
-                report.longrepr = verdict.own_failure
+            elif call.when == "call" and tested is not None and tested.own_failure:
+                report.longrepr = tested.own_failure
         return report
 
     def _sanitized_call(self, item: pytest.Item, runtest: Callable[[], None]) -> None:
@@ -151,14 +151,14 @@ class Runner:
             self._in_process(item, runtest, settings, watchdog=True)
             return
         run = run_test(item, runtest, self.session, settings, self.follower)
-        verdict = _verdict(run, settings)
-        item.stash[VERDICT] = verdict
+        tested = _sanitized_test(run, settings)
+        item.stash[SANITIZED_TEST] = tested
         failures = [(index, child.result["failure"]) for index, child in run.passes
                     if child.result and child.result["failure"]]
         if failures:
             index, failure = failures[0]
             exc = revive(failure)
-            if failure["kind"] != "failed" and not verdict.failed:  # skip() or xfail() inside the test
+            if failure["kind"] != "failed" and not tested.failed:  # skip() or xfail() inside the test
                 if isinstance(exc, pytest.skip.Exception):
                     exc._use_item_location = True
                 if exc is None:
@@ -166,11 +166,11 @@ class Runner:
                         failure["message"])
                 raise exc
             label = f"(in autotune config pass #{index}: each autotuned kernel ran its config #{index})\n"
-            verdict.own_failure = (label if index else "") + failure["text"]
-            if not verdict.failed:
-                raise exc or TdebugFailure(verdict.own_failure)
-        if verdict.failed:
-            raise TdebugFailure(verdict.text())
+            tested.own_failure = (label if index else "") + failure["text"]
+            if not tested.failed:
+                raise exc or TdebugFailure(tested.own_failure)
+        if tested.failed:
+            raise TdebugFailure(tested.text())
 
     def _in_process(self, item: pytest.Item, runtest: Callable[[], None], settings: Settings,
                     watchdog: bool = False) -> None:
@@ -194,15 +194,13 @@ class Runner:
             internal = fault_finding()  # tdebug's own error inside a patch, even one the test caught
             if internal is not None and not settings.skip:
                 findings.append(internal)
-            verdict = item.stash[VERDICT] = Verdict(findings=findings, launches=len(self.engine.launches),
-                                                    configs=[settings.config or 0],
-                                                    seconds=time.perf_counter() - started,
-                                                    launch_seconds=sum(r.seconds for r in self.engine.launches),
-                                                    in_process=watchdog,
-                                                    timed=[{"kernel": r.kernel, "seconds": r.seconds}
-                                                           for r in self.engine.launches])
-        if verdict.failed:
-            raise TdebugFailure(verdict.text())
+            launches = self.installed.launches
+            tested = item.stash[SANITIZED_TEST] = SanitizedTest(
+                findings=findings, launches=len(launches), configs=[settings.config or 0],
+                seconds=time.perf_counter() - started, launch_seconds=sum(r.seconds for r in launches),
+                in_process=watchdog, timed=[{"kernel": r.kernel, "seconds": r.seconds} for r in launches])
+        if tested.failed:
+            raise TdebugFailure(tested.text())
 
 
 def cuda_initialised() -> bool:
@@ -232,18 +230,18 @@ def warm_lazy_imports() -> None:
         pass
 
 
-def _verdict(run: TestRun, settings: Settings) -> Verdict:
-    verdict = Verdict(findings=pass_findings(run), configs=[index for index, _ in run.passes])
+def _sanitized_test(run: TestRun, settings: Settings) -> SanitizedTest:
+    tested = SanitizedTest(findings=pass_findings(run), configs=[index for index, _ in run.passes])
     first = run.passes[0][1]
-    verdict.launches = len(first.result["launches"]) if first.result else len(first.launches())
+    tested.launches = len(first.result["launches"]) if first.result else len(first.launches())
     for _, child in run.passes:
         if child.result:
-            verdict.seconds += child.result.get("seconds", 0.0)
-            verdict.launch_seconds += sum(launch.get("seconds", 0.0) for launch in child.result["launches"])
-            verdict.timed += [{"kernel": launch.get("kernel", "?"), "seconds": launch["seconds"]}
+            tested.seconds += child.result.get("seconds", 0.0)
+            tested.launch_seconds += sum(launch.get("seconds", 0.0) for launch in child.result["launches"])
+            tested.timed += [{"kernel": launch.get("kernel", "?"), "seconds": launch["seconds"]}
                               for launch in child.result["launches"] if "seconds" in launch]
     dead = [(index, child) for index, child in run.passes if child.result is None]
     if dead:
         index, child = dead[0]
-        verdict.crash = crash_text(child, settings.timeout) + (f" (autotune config pass #{index})" if index else "")
-    return verdict
+        tested.crash = crash_text(child, settings.timeout) + (f" (autotune config pass #{index})" if index else "")
+    return tested

@@ -20,7 +20,7 @@ import pytest
 from ..catalogue.poison import poisoned_empty
 from ..interpreter.patches import STATE, LaunchRecord, announce_launches, begin_case
 from ..report import Finding
-from ..runtime import repro
+from ..runtime import reproducers
 from ..runtime.localise import explain
 from ..runtime.processes import exit_now
 from ..runtime.store_maps import dropped_launch
@@ -156,8 +156,8 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
         begin_case(config_index, clamp_config=settings.config is None)
         failure = None
         findings: list[dict] = []
-        if repro.WRITER is not None:
-            repro.WRITER.begin_case(item.nodeid)
+        if reproducers.WRITER is not None:
+            reproducers.WRITER.begin_case(item.nodeid)
         started = time.perf_counter()
         try:
             if settings.skip:
@@ -186,8 +186,8 @@ def _call_work(item: pytest.Item, runtest: Callable[[], None], session, settings
                 followed = follower.collect()
                 findings += followed.findings
                 launches += [{"kernel": "(in a child process)"}] * followed.launches
-        if repro.WRITER is not None and findings:
-            repro.WRITER.case_done(findings)
+        if reproducers.WRITER is not None and findings:
+            reproducers.WRITER.case_done(findings)
         return {"failure": failure, "findings": findings, "launches": launches, "seconds": seconds}
 
     return work

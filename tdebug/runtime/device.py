@@ -43,13 +43,14 @@ def gpu_visible() -> bool:
     return _probe()
 
 
-def resolve(asked: str = DEFAULT) -> Device:
-    """The device for --device `asked`: "cpu" always; "cuda" or NoGpu; "auto" the GPU when visible."""
+def resolve(asked: str = DEFAULT, *, nvml: bool = False) -> Device:
+    """The device for --device `asked`: "cpu" always; "cuda" or NoGpu; "auto" the GPU when visible. Every
+    command decides here. `nvml`: the GPU asked of NVML (gpu_visible_nvml), for a process that forks later."""
     if asked not in ASKED:
         raise ValueError(f"--device {asked!r}: one of {', '.join(ASKED)}")
     if asked == "cpu":
         return Device.CPU
-    if gpu_visible():
+    if gpu_visible_nvml() if nvml else gpu_visible():
         return Device.CUDA
     if asked == "cuda":
         raise NoGpu(f"--device cuda: {NO_GPU}")

@@ -97,7 +97,7 @@ class Job:
     start: int = 0  # the first case to run (a fresh child after a crash goes on from there)
     executor: str = "auto"  # "auto" | "batched" | "serial": exported to the child as TDEBUG_EXECUTOR
     divergence: bool = False  # the GPU's interpreter pass: each launch also run compiled, outputs compared
-    repro: str | None = None  # a folder: a self-contained reproducer per launch with a finding (runtime/repro.py)
+    repro: str | None = None  # a folder: a self-contained reproducer per launch with a finding (runtime/reproducers.py)
     seed: int | None = None  # a script: the run's seed, which seeds torch, numpy and random before it runs
 
     def __post_init__(self) -> None:

@@ -25,7 +25,7 @@ from ..catalogue.poison import poisoned_empty
 from ..catalogue.spec import Case, load_target
 from ..interpreter.versions import take_faults
 from ..report import Finding
-from . import repro
+from . import reproducers
 from .events import Event, EventKind
 from .job import Job
 from .processes import exit_now
@@ -234,8 +234,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     started, cpu_started = time.perf_counter(), time.process_time()
     result: dict = {"case": case.__dict__, "label": case.label(), "findings": [], "comparisons": []}
     guards = None
-    if repro.WRITER is not None:
-        repro.WRITER.begin_case(f"{Path(target).name} [{case.label()}]")
+    if reproducers.WRITER is not None:
+        reproducers.WRITER.begin_case(f"{Path(target).name} [{case.label()}]")
     try:
         inputs = spec.make_inputs(case)
         if guard_factory is not None:  # GPU modes: guard bands around every tensor argument and allocation
@@ -264,8 +264,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
             result["context_lost"] = True
         if sanitizer is not None:
             result["findings"] += [f.to_dict() for f in sanitizer.end_case()]
-        if repro.WRITER is not None:
-            repro.WRITER.case_done(result["findings"])
+        if reproducers.WRITER is not None:
+            reproducers.WRITER.case_done(result["findings"])
         result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
         return result
     _leave_if_forked(follower, [], 0)
@@ -292,8 +292,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
 
         result["localisation"] = localise_case(out, ref, comps, target, case.__dict__)
     ok = all(c.ok for c in comps) and not result["findings"]
-    if repro.WRITER is not None:
-        repro.WRITER.case_done(result["findings"], None if all(c.ok for c in comps) else (out, ref, comps))
+    if reproducers.WRITER is not None:
+        reproducers.WRITER.case_done(result["findings"], None if all(c.ok for c in comps) else (out, ref, comps))
     result["status"] = "pass" if ok else "fail"
     result["time"], result["cpu_time"] = time.perf_counter() - started, time.process_time() - cpu_started
     return result
@@ -451,8 +451,8 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
     # Launches are seen where tdebug's interpreter patches run them (not under triton-viz's own launch path).
     result["launches_known"] = STATE.installed and getattr(sanitizer, "computes_outputs", True)
     announce_launches(_LaunchEvents(channel))
-    if repro.WRITER is not None:
-        repro.WRITER.begin_case(Path(target).name + (f" {' '.join(job.argv)}" if job.argv else ""))
+    if reproducers.WRITER is not None:
+        reproducers.WRITER.begin_case(Path(target).name + (f" {' '.join(job.argv)}" if job.argv else ""))
     if sanitizer is not None:
         sanitizer.begin_case()
     exit_code = 0
@@ -488,8 +488,8 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
     followed = follower.collect() if follower is not None else None
     if followed is not None:
         result["findings"] += followed.findings
-    if repro.WRITER is not None:
-        repro.WRITER.case_done(result["findings"])
+    if reproducers.WRITER is not None:
+        reproducers.WRITER.case_done(result["findings"])
     if "torch._inductor.codecache" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1":
         print("tdebug: torch.compile ran: the code inductor generated (C++ on a CPU) is not checked; the Triton "
               "kernels the script launches itself are", file=sys.stderr)

@@ -266,19 +266,13 @@ class NanTracker:
 
     def _record_per_program(self, name: str, operands: list, out, new: np.ndarray, lane: np.ndarray) -> None:
         """A batched op: one origin per program that made a new NaN/Inf, as the serial engine records them."""
-        from triton.runtime.interpreter import interpreter_builder
-
         batch = program_axis.CURRENT
-        saved = interpreter_builder.grid_idx
-        try:
-            for i in np.nonzero(new.reshape(new.shape[0], -1).any(axis=1))[0]:
-                interpreter_builder.grid_idx = batch.pid(int(i))
+        for i in np.nonzero(new.reshape(new.shape[0], -1).any(axis=1))[0]:
+            with program_axis.naming_program(batch.pid(int(i))):
                 mine = new[i]
                 sliced = [program_axis.slice_program(a, int(i)) for a in operands]
                 lane[i][mine] = self._record(name, sliced, program_axis.slice_program(program_axis.mark(
                     copy.copy(out)), int(i)), mine)
-        finally:
-            interpreter_builder.grid_idx = saved
 
     def _record(self, name: str, operands: list, out, new: np.ndarray) -> int:
         frame = user_frame()

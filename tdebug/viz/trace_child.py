@@ -1,6 +1,6 @@
 """The child process of `tdebug viz`: runs a target's launches traced, writes one LaunchMap per launch.
 
-Started by tdebug.viz.runner with TRITON_INTERPRET=1 already in its environment, so Triton reads it at
+Started by tdebug.viz.trace_parent with TRITON_INTERPRET=1 already in its environment, so Triton reads it at
 import. A kernel that still crashes the interpreter kills only this process; the launches finished
 before it are on disk already.
 
@@ -149,7 +149,7 @@ def main(argv: list[str]) -> int:
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("tdebug.viz.trace_child needs TRITON_INTERPRET=1 in its environment")
     os.environ["TRITON_VIZ_NUM_SMS"] = "1"  # programs one after another: the maps count writers per program
-    from ..runtime.engine import Recipe, install
+    from ..runtime.recipe import Recipe, install
     from . import safe_launch, trace
 
     pid = job.pid

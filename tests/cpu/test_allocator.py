@@ -54,7 +54,7 @@ def test_the_users_own_malloc_settings_are_left_alone():
 
 
 def test_every_interpreter_process_is_tuned_by_the_recipe():
-    code = ("from tdebug.runtime import allocator, engine; engine.install(engine.Recipe(interpret=True)); "
+    code = ("from tdebug.runtime import allocator, recipe; recipe.install(recipe.Recipe(interpret=True)); "
             "print(allocator._DONE)")
     full = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "TDEBUG_KEEP_FREED"))}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tdebug.bench.report import MATMUL_SHAPES, judge, markdown, render_text, verdicts
+from tdebug.bench.report import MATMUL_SHAPES, goal_results, judge, markdown, render_text
 from tdebug.bench.timing import (
     Check,
     Peaks,
@@ -252,7 +252,7 @@ def _report(rows):
                             "date": "2026-11-22T00:00:00+00:00"},
             "dtype": "fp16", "peaks": {"copy_gbps": peaks.copy_gbps, "matmul_tflops": peaks.matmul_tflops,
                                        "matmul_dtype": "fp16", "matmul_shape": [8192, 8192, 8192]},
-            "results": [row_dict(r) for r in rows], "targets": [v.__dict__ for v in verdicts(rows, 3000.0)]}
+            "results": [row_dict(r) for r in rows], "targets": [v.__dict__ for v in goal_results(rows, 3000.0)]}
 
 
 def test_text_table_and_json_round_trip():

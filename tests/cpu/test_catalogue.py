@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tdebug.catalogue.files import kernel_files
-from tdebug.check.runner import check_file
+from tdebug.check.against_reference import check_file
 from tdebug.sanitize import sanitize_file
 
 ROOT = Path(__file__).resolve().parents[2]

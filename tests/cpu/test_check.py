@@ -12,7 +12,7 @@ from tdebug.catalogue.compare import compare
 from tdebug.catalogue.inputs import randn
 from tdebug.catalogue.poison import poison_, poison_mask, storage_poison_mask
 from tdebug.catalogue.spec import Case, load_target
-from tdebug.check.runner import check_file
+from tdebug.check.against_reference import check_file
 from tdebug.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]

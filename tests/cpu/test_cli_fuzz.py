@@ -291,7 +291,7 @@ def fakes(monkeypatch, files):
     monkeypatch.setattr(harness, "_Child", None)  # nothing may start a real child
 
     def viz_trace(job, timeout=300.0, meanwhile=None):
-        from tdebug.viz.runner import TraceResult
+        from tdebug.viz.trace_parent import TraceResult
 
         outcome = {"no_launch": "nothing", "crash": "crash", "fatal_usage": "usage", "hang": "timeout"}.get(
             holder["children"].outcome, "nothing")
@@ -302,7 +302,7 @@ def fakes(monkeypatch, files):
         return TraceResult(exit_code=-11 if outcome == "crash" else 0, timed_out=outcome == "timeout",
                            info={} if outcome != "nothing" else {"kernel": "k"})
 
-    monkeypatch.setattr("tdebug.viz.runner.trace", viz_trace)
+    monkeypatch.setattr("tdebug.viz.trace_parent.trace", viz_trace)
     return holder
 
 

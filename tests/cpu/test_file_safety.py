@@ -257,7 +257,7 @@ def test_viz_cut_short_leaves_no_temporary_file_in_out(tmp_path, monkeypatch):
     """SIGTERM while drawing: a worker's .NAME.XXXXXX.tmp is removed; the user's own files stay."""
     from tdebug.cli import viz as viz_cli
     from tdebug.viz import draw
-    from tdebug.viz.runner import TraceResult
+    from tdebug.viz.trace_parent import TraceResult
 
     folder = tmp_path / "out"
 

@@ -226,6 +226,34 @@ def test_device_resolves_once_for_every_command(monkeypatch):
     assert defaults == {"check": device.DEFAULT, "sanitize": device.DEFAULT}
 
 
+def _device_decisions(source: str) -> list[str]:
+    """`line: name` for every use of the GPU probes themselves (gpu_visible, gpu_visible_nvml) in `source`."""
+    probes = ("gpu_visible", "gpu_visible_nvml")
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        else:
+            continue
+        found += [f"{node.lineno}: {name}" for name in names if name in probes]
+    return found
+
+
+def test_every_command_decides_its_device_through_resolve():
+    """cli/ (check, sanitize, run, bench), the pytest plugin and the exercises ask runtime.device.resolve where
+    they run: no module but runtime/device.py uses the GPU probes itself."""
+    found = {str(path.relative_to(PACKAGE)): uses for path in MODULES if path != DEVICE_MODULE
+             for uses in [_device_decisions(path.read_text())] if uses}
+    assert not found, found
+    planted = ("from ..runtime.device import gpu_visible\nfrom ..runtime import device\n"
+               "gpu = device.gpu_visible_nvml()\nok = device.resolve('auto')\n")
+    assert _device_decisions(planted) == ["1: gpu_visible", "3: gpu_visible_nvml"]
+
+
 def test_every_command_takes_its_exit_code_from_one_verdict():
     """run, check and sanitize end with Verdict.exit_code (runtime/verdict.py): no command decides 0/1/3 itself."""
     for name in ("run", "check", "sanitize"):
@@ -295,12 +323,13 @@ def test_an_event_is_made_only_through_its_type():
 MUTATORS = {"append", "extend", "insert", "pop", "remove", "update", "setdefault", "popitem", "add", "discard"}
 
 
-def _foreign_writes(source: str, path: Path) -> list[str]:
+def _foreign_writes(source: str, path: Path, libraries: bool = False) -> list[str]:
     """`line: target` for every assignment, augmented assignment, `del` or setattr() in `source` (the module at
     `path`) that writes into another tdebug module: an attribute or item of a module it imports, or of a name
     it imports from one (`from .patches import STATE; STATE.x = ...`); and every call of a list, dict or set
     mutator on a module's global (`grid_loop.FORCE_SERIAL.append(...)`). Such state is set through a function
-    of the module that owns it."""
+    of the module that owns it. With `libraries`, the same writes into modules outside tdebug (torch, triton,
+    os, ...) instead."""
     name = _module_name(path)
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     foreign = set()
@@ -308,10 +337,11 @@ def _foreign_writes(source: str, path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             target = _absolute(node, package)
-            if target.startswith("tdebug"):
+            if target.startswith("tdebug") != libraries:
                 foreign |= {a.asname or a.name for a in node.names}
         elif isinstance(node, ast.Import):
-            foreign |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("tdebug")}
+            foreign |= {a.asname or a.name.split(".")[0] for a in node.names
+                        if a.name.startswith("tdebug") != libraries}
 
     def root(t: ast.expr) -> ast.expr:
         while isinstance(t, (ast.Attribute, ast.Subscript)):
@@ -353,6 +383,54 @@ def test_no_module_writes_another_modules_global():
     assert not found, found
 
 
+# Every write into a module outside tdebug (its attribute or item, setattr included) that is not made by
+# interpreter/versions.py's declared patches, with why it stays: patches of torch and triton-viz scoped to a
+# `with` block, the engine's program index. The process's own state (PROCESS_STATE: its environment, argv,
+# import path and modules) is not listed: every program sets it. A new one fails
+# test_library_writes_are_the_listed_ones: patch a Triton internal through versions.patch instead, or list it
+# here with its reason.
+LIBRARY_WRITES = {
+    # a launch's allocations poisoned (NaN / 0xA5 bytes) and guarded, for the duration of a run
+    "catalogue/poison.py": {"torch.?", "torch.Tensor.new_empty"},
+    "sanitize/guard_bands.py": {"torch.?", "torch.Tensor.new_empty"},
+    # a failed assert_close names the elements, for the duration of a test
+    "pytest_plugin/testrun.py": {"torch.testing.assert_close"},
+    # a worker the script spawns is followed (its command line starts tdebug's child first)
+    "runtime/follow.py": {"spawn.get_command_line"},
+    # pdb's condition, evaluated in the kernel's frame, reaches the pid filter through builtins
+    "interpreter/breakpoints.py": {"builtins.__tdebug_pid_matches__"},
+    # the engine names the program it runs, as Triton's own grid loop does (tl.program_id reads it)
+    "interpreter/grid_loop.py": {"interpreter_builder.grid_idx"},
+    "interpreter/program_axis.py": {"builder.grid_idx"},
+    # the probe past the grid: the session's set_grid_idx / set_grid_dim (a versions.patch) name its program
+    "sanitize/session.py": {"interpreter_builder.?"},
+    # triton-viz's own configuration, the way its commands set it
+    "sanitize/symbolic.py": {"viz_config.enable_sanitizer"},
+    "viz/trace.py": {"viz_config.num_sms"},
+}
+
+
+PROCESS_STATE = re.compile(r"(os\.environ|sys\.(argv|path|meta_path|modules))\b")
+
+
+def _library_writes() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "versions.py" and path.parent.name == "interpreter":
+            continue
+        writes = {w.split(": ", 1)[1] for w in _foreign_writes(path.read_text(), path, libraries=True)}
+        writes = {w for w in writes if not PROCESS_STATE.match(w)}
+        if writes:
+            found[str(path.relative_to(PACKAGE))] = writes
+    return found
+
+
+def test_library_writes_are_the_listed_ones():
+    """No module patches or sets another library's attribute by hand but the ones LIBRARY_WRITES lists with
+    their reason (and each listed write still exists): Triton's internals are patched through versions.patch."""
+    assert _library_writes() == LIBRARY_WRITES
+
+
 def test_a_write_into_another_module_is_caught():
     path = PACKAGE / "sanitize" / "session.py"
     planted = ("from ..interpreter import memory_guard, overflow, program_axis\n"
@@ -371,6 +449,10 @@ def test_a_write_into_another_module_is_caught():
     assert sorted(_foreign_writes(planted, path)) == [
         "10: program_axis.PER_LANE", "11: grid_loop.FORCE_SERIAL", "5: program_axis.CURRENT",
         "6: memory_guard.STANDS_ASIDE[0]", "7: overflow.STRICT", "8: STATE.clamp_config", "9: grid_loop.?"]
+    library = ("import torch\nfrom triton.runtime.interpreter import interpreter_builder as b\n"
+               "from ..interpreter import program_axis\n"
+               "torch.testing.assert_close = None\nb.grid_idx = (1, 0, 0)\nprogram_axis.CURRENT = None\n")
+    assert _foreign_writes(library, path, libraries=True) == ["4: torch.testing.assert_close", "5: b.grid_idx"]
 
 
 # The launch's wrappers that stay wrappers (issue 50): each is "around" a launch in a way a listener's hooks are
@@ -378,7 +460,7 @@ def test_a_write_into_another_module_is_caught():
 # copies); repro counts the sanitizer's findings of a launch after the sanitizer's end; follow and serialise
 # hold a lock or hand a launch to another process; launch_clock times all of tdebug's work in a launch.
 LAUNCH_WRAPPERS = {
-    "GridExecutor.__call__": {"interpreter/grid_loop.py", "sanitize/session.py", "runtime/repro.py",
+    "GridExecutor.__call__": {"interpreter/grid_loop.py", "sanitize/session.py", "runtime/reproducers.py",
                               "runtime/follow.py", "interpreter/patches.py"},
     "GridExecutor._init_args_hst": {"interpreter/grid_loop.py", "sanitize/session.py"},
 }

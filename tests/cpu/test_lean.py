@@ -36,7 +36,7 @@ def test_nested_jit_calls_patch_once_per_module_per_launch_with_identical_result
 LAUNCHES = r'''
 import os, sys, json
 os.environ["TRITON_INTERPRET"] = "1"
-from tdebug.runtime.engine import Recipe, install
+from tdebug.runtime.recipe import Recipe, install
 install(Recipe(interpret=True))
 import torch
 import triton.language as tl

@@ -16,7 +16,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np
 import torch, triton, triton.language as tl
 from tdebug.interpreter import memory_events
-from tdebug.runtime.engine import Recipe, install
+from tdebug.runtime.recipe import Recipe, install
 from tdebug.sanitize.session import SanitizerSession
 
 @triton.jit
@@ -41,11 +41,11 @@ class Seen:
 outer, inner = Seen("outer"), Seen("inner")
 memory_events.listen("test", outer)  # outside every check
 memory_events.listen("probe", inner)  # inside every check: sees what the sanitizer let through
-engine = install(Recipe(interpret=True, store_records=True), SanitizerSession(["bounds"]))
-engine.sanitizer.begin_case()
+installed = install(Recipe(interpret=True, store_records=True), SanitizerSession(["bounds"]))
+installed.sanitizer.begin_case()
 x, y, lock = torch.randn(10), torch.randn(10), torch.zeros(1, dtype=torch.int32)
 kernel[(1,)](x, y, lock, 10, BLOCK=16)
-findings = engine.sanitizer.end_case()
+findings = installed.sanitizer.end_case()
 order = {op: memory_events.listeners(op) for op in ("create_atomic_cas", "create_masked_store")}
 print(json.dumps({"outer": outer.events, "inner": inner.events, "order": order,
                   "findings": sorted(f.check + ":" + f.tensor for f in findings), "lock": lock.tolist()}))

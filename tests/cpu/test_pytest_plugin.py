@@ -14,7 +14,7 @@ import pytest
 # Imported here, at collection: they import torch, which must not be first imported inside a pytester test
 # (pytester takes its imports out of sys.modules afterwards, and torch's C extension cannot be imported twice).
 from tdebug.pytest_plugin.forked import run_forked
-from tdebug.pytest_plugin.verdict import crash_text
+from tdebug.pytest_plugin.sanitized_test import crash_text
 
 pytest_plugins = ["pytester"]
 

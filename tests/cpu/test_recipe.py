@@ -1,5 +1,5 @@
-"""The one recipe that wires tdebug into a process (tdebug.runtime.engine): what a job's recipe installs, the
-engine it gives back, and that every process which sanitizes gets the same parts (pytest --tdebug included)."""
+"""The one recipe that wires tdebug into a process (tdebug.runtime.recipe): what a job's recipe installs, the
+`Installed` it gives back, and that every process which sanitizes gets the same parts (pytest --tdebug included)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tdebug.interpreter.versions import triton_viz_problem
-from tdebug.runtime.engine import Follow, Recipe
 from tdebug.runtime.job import Job, JobLimits, SanitizeOptions
+from tdebug.runtime.recipe import Follow, Recipe
 
 pytest_plugins = ["pytester"]
 
@@ -46,7 +46,7 @@ ENGINE_SCRIPT = """
 import os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 import torch, triton, triton.language as tl
-from tdebug.runtime.engine import Recipe, install
+from tdebug.runtime.recipe import Recipe, install
 from tdebug.sanitize.session import SanitizerSession
 
 @triton.jit
@@ -54,14 +54,14 @@ def add(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs) + 1.0, mask=offs < n)  # the load has no mask
 
-engine = install(Recipe(interpret=True, store_records=sys.argv[1] == "records"), SanitizerSession(["bounds"]))
-engine.sanitizer.begin_case()
+installed = install(Recipe(interpret=True, store_records=sys.argv[1] == "records"), SanitizerSession(["bounds"]))
+installed.sanitizer.begin_case()
 x = torch.randn(100)
 y = torch.empty_like(x)
 add[(2,)](x, y, 100, BLOCK=64)
-findings = engine.sanitizer.end_case()
-print(len(engine.launches), engine.launches[0].grid, engine.recorder is not None,
-      sorted({f.check for f in findings}), engine.faults())
+findings = installed.sanitizer.end_case()
+print(len(installed.launches), installed.launches[0].grid, installed.recorder is not None,
+      sorted({f.check for f in findings}), installed.faults())
 """
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebug.runtime.repro import MARKER, ReproError, prepare_root, strip_module
+from tdebug.runtime.reproducers import MARKER, ReproError, prepare_root, strip_module
 
 pytest_plugins = ["pytester"]
 

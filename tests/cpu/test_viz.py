@@ -32,8 +32,8 @@ from tdebug.viz.draw import draw_tensor
 from tdebug.viz.html import render_page
 from tdebug.viz.model import Geometry, LaunchMap, TensorMap, categories
 from tdebug.viz.reduce import ArgTensor, Attributor, TensorAccumulator, block_coords, greedy_coords
-from tdebug.viz.runner import trace
 from tdebug.viz.target import default_target
+from tdebug.viz.trace_parent import trace
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "cpu" / "data"

@@ -14,7 +14,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 
 from tdebug.interpreter import grid_loop, limits, memory_events, patches, program_axis, stores, versions  # noqa: E402
 from tdebug.runtime.follow import Follower, serialise_launches  # noqa: E402
-from tdebug.runtime.repro import ReproWriter  # noqa: E402
+from tdebug.runtime.reproducers import ReproWriter  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
 from tdebug.viz import safe_launch, trace  # noqa: E402
 

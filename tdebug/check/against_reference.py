@@ -29,7 +29,7 @@ def check_file(path: str | Path, *, quick: bool = False, device: str = "cpu", se
         guard=(device == "cuda") if guard is None else guard,
         # On a GPU too, each case runs its own autotune config (a config that does not fit is skipped).
         pin_autotune=device == "cuda",
-        repro=repro,  # a folder (runtime/repro.prepare_root): a reproducer per failing launch
+        repro=repro,  # a folder (runtime/reproducers.prepare_root): a reproducer per failing launch
     )
     mode = "interpret" if device == "cpu" else "gpu"
     return run_job(job, mode=mode, timeout=timeout, on_event=on_event)

@@ -1,11 +1,11 @@
-"""The one recipe that wires tdebug into a process, and the engine object it gives back.
+"""The one recipe that wires tdebug into a process, and the `Installed` it gives back (the parts installed).
 
 Every process that runs kernels under tdebug (a `sanitize` / `run` / `check` child, a pytest worker under
 `pytest --tdebug`, a `viz` child, a worker a script spawned) says what it needs as a `Recipe` and calls
 `install(recipe, sanitizer, listeners)`: the interpreter's patches, the store records, the size caps, the
 reproducer writer, the follower of forked and spawned children, the launch lock, and the checks above this
 layer, made by the caller (a sanitizer session, the GPU's divergence check, viz's guard and trace: anything with
-an `install()`). What runs inside what is `interpreter.versions.LAYERS`, not the order here. The `Engine` it
+an `install()`). What runs inside what is `interpreter.versions.LAYERS`, not the order here. The `Installed` it
 returns holds the parts and the interpreter's per-process state (`state`, `launches`, `recorder`, `faults()`):
 the one handle the process's code uses for them.
 """
@@ -70,13 +70,13 @@ class Recipe:
 
 
 @dataclass
-class Engine:
+class Installed:
     """One process's tdebug, as its recipe installed it."""
 
     recipe: Recipe
     sanitizer: Any = None  # sanitize.session.SanitizerSession or sanitize.symbolic.SymbolicSession
     follower: Any = None  # runtime.follow.Follower
-    repro: Any = None  # runtime.repro.ReproWriter
+    repro: Any = None  # runtime.reproducers.ReproWriter
     listeners: list[Part] = field(default_factory=list)
 
     @property
@@ -98,9 +98,9 @@ class Engine:
         return take_faults()
 
 
-def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[Part] = ()) -> Engine:
-    """Install the recipe's parts, the sanitizer and the listeners; the engine that holds them."""
-    engine = Engine(recipe, sanitizer=sanitizer, listeners=list(listeners))
+def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[Part] = ()) -> Installed:
+    """Install the recipe's parts, the sanitizer and the listeners; what was installed, held for the process's code."""
+    installed = Installed(recipe, sanitizer=sanitizer, listeners=list(listeners))
     interpret = recipe.interpret
     if interpret:
         keep_freed_memory()
@@ -112,30 +112,30 @@ def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[P
         patches.pin_autotune()
     if sanitizer is not None:
         sanitizer.install()
-    for part in engine.listeners:
+    for part in installed.listeners:
         part.install()
     if not interpret:  # a GPU mode: what follows wraps the interpreter's launches
-        return engine
+        return installed
     checked = sanitizer if hasattr(sanitizer, "case_findings") else None  # tdebug's own, not the symbolic one
     if recipe.limits is not None:
         from ..interpreter import limits
 
         limits.install(limits.Limits(recipe.limits.max_programs, recipe.limits.max_bytes))
     if recipe.repro is not None:
-        from .repro import ReproWriter
+        from .reproducers import ReproWriter
 
         folder, label = recipe.repro
-        engine.repro = ReproWriter(folder, label=label)
-        engine.repro.install(checked)
+        installed.repro = ReproWriter(folder, label=label)
+        installed.repro.install(checked)
     if recipe.follow is not None:
         from .follow import Follower
 
         follow = recipe.follow
         follow.folder.mkdir(exist_ok=True)
-        engine.follower = Follower(follow.folder, sanitizer, follow.settings, home=follow.home, active=follow.active)
-        engine.follower.install()
+        installed.follower = Follower(follow.folder, sanitizer, follow.settings, home=follow.home, active=follow.active)
+        installed.follower.install()
     if recipe.serialise:
         from .follow import serialise_launches
 
         serialise_launches()
-    return engine
+    return installed

@@ -26,7 +26,7 @@ class TdebugFailure(Exception):
 
 
 @dataclass
-class Verdict:
+class SanitizedTest:
     """The findings and the crash of one test, its text for pytest and its record for the JSON report."""
 
     findings: list[Finding] = field(default_factory=list)
@@ -67,7 +67,7 @@ class Verdict:
                                                "slowest_kernel": slowest_kernel(self.timed)}}, default=str))
 
 
-VERDICT = pytest.StashKey[Verdict]()
+SANITIZED_TEST = pytest.StashKey[SanitizedTest]()
 
 
 def render_finding(f: Finding) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..runtime.repro import ReproError, prepare_root
+from ..runtime.reproducers import ReproError, prepare_root
 
 HELP = ("Write a reproducer for each launch with a finding (or a failing check) under DIR: the kernel's module, "
         "the launch's tensors and arguments, and a repro.py that `tdebug sanitize DIR/<kernel>-N/repro.py` "
