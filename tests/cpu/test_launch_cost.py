@@ -56,7 +56,7 @@ def test_copy_home_same_as_triton_in_every_arrangement():
 REPATCHED = r'''
 import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
-from tdebug.runtime.engine import Recipe, install
+from tdebug.runtime.recipe import Recipe, install
 install(Recipe(interpret=True))
 import torch
 import triton
