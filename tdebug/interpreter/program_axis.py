@@ -362,7 +362,6 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict, views: bool 
     batch's shape (a mask broadcast over a tile's columns stays one), not a copy; the pointers, which the checks
     read as rows of programs, C-ordered (create_addptr makes them so: mostly no copy)."""
     from triton.runtime.interpreter import TensorHandle
-    from triton.runtime.interpreter import interpreter_builder as builder
 
     values = list(args) + list(kwargs.values())
     handles = [v for v in values if isinstance(v, TensorHandle)]
@@ -389,14 +388,12 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict, views: bool 
             setattr(out, key, np.ascontiguousarray(np.broadcast_to(value, shape)))
         return mark(out)
 
-    saved = builder.grid_idx
     batch.index = WHOLE
-    builder.grid_idx = batch.pid(0)
     try:
-        out = original(*[full(a) for a in args], **{k: full(v) for k, v in kwargs.items()})
+        with naming_program(batch.pid(0)):
+            out = original(*[full(a) for a in args], **{k: full(v) for k, v in kwargs.items()})
     finally:
         batch.index = None
-        builder.grid_idx = saved
     return mark(out) if out is not None else None
 
 
