@@ -12,7 +12,8 @@ reach4_families.py, and tests/gpu/scripts/), run three ways:
 The scenario files allocate with torch's default device; a small wrapper sets it to `cuda` where a GPU is visible, so
 the same source runs on either device (the CPU-only verdicts of these files are CI's own tests). The verdict of a
 run is its exit code and the set of (check, kernel, line) of the interpreter's findings; compute-sanitizer's
-and divergence findings (GPU only) are listed beside it. A case agrees when exit codes and interpreter findings
+and divergence findings, and the compiled run's own end where it has no source line (a hang, a crash: what only
+running on the GPU shows) are listed beside it as GPU only. A case agrees when exit codes and interpreter findings
 are equal.
 Writes OUT/gpu-verdict-parity.md and .json; exits 1 when any case disagrees.
 """
@@ -46,6 +47,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 # runs per op below).
 NOT_CASES = {"gpu_helpers.py", "run_story.py", "liger_rms_norm.py", "liger_op.py"}
 GPU_ONLY = {"divergence"}  # the compiled run against the interpreted one: a check only a GPU can make
+GPU_RUN = "the run on the GPU"  # tdebug.sanitize.combined.GPU_RUN: the compiled run's own findings
 LIGER_OPS = ["rms_norm", "layer_norm", "swiglu", "geglu", "cross_entropy", "softmax", "kl_div", "jsd", "rope", "flce"]
 
 
@@ -96,7 +98,8 @@ def verdict(report: Path) -> dict:
         for case in target.get("cases", []):
             for f in case.get("findings", []):
                 key = (f.get("check"), f.get("kernel"), f.get("line"))
-                gpu_only = f.get("source") != "tdebug" or f.get("check") in GPU_ONLY
+                compiled_end = f.get("extra", {}).get("engines") == [GPU_RUN] and not f.get("line")
+                gpu_only = f.get("source") != "tdebug" or f.get("check") in GPU_ONLY or compiled_end
                 (tools if gpu_only else interp).add(key)
     return {"findings": sorted(interp, key=str), "gpu_tools": sorted(tools, key=str), "notes": notes,
             "summary": data.get("verdict", {}).get("summary", "")}

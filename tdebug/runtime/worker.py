@@ -76,7 +76,7 @@ def exception_finding(exc: BaseException) -> Finding:
     """A finding for an exception raised by a launch: device_assert, a construct the CPU interpreter cannot
     run (check "unsupported": the run could not be done), an internal error of tdebug's own (check
     "internal": never the kernel's exception), or anything else."""
-    from ..interpreter.frames import library_dirs, raised_in_tdebug
+    from ..interpreter.frames import KernelError, library_dirs, raised_in_tdebug
     from ..interpreter.limits import LaunchTooLarge
     from ..interpreter.patches import DeviceAssertError
     from ..interpreter.unsupported import unsupported_reason
@@ -101,7 +101,10 @@ def exception_finding(exc: BaseException) -> Finding:
             break
     if reason is not None:
         return Finding(check="unsupported", message=reason, file=file, line=line)
-    return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line)
+    # tdebug's own detection raised as an exception (a spin that never ends, an access it stopped): the kernel's
+    # finding on every device, not a script's failure that ended a run early
+    extra = {"kernel_error": True} if isinstance(cause, KernelError) else {}
+    return Finding(check="exception", message=f"{type(cause).__name__}: {cause}", file=file, line=line, extra=extra)
 
 
 def out_of_memory(exc: BaseException) -> bool:

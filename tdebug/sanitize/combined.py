@@ -136,10 +136,20 @@ def _both(mine: Finding, theirs: Finding) -> Finding:
     return Finding(**{**mine.__dict__, "extra": extra})
 
 
-def _interpreter_notes(case: CaseResult | None, label: str) -> list[str]:
+def _explained(f: Finding, gpu: CaseResult | None) -> bool:
+    """An interpreter-pass exception that is no stop of the pass: tdebug's detection raised in the kernel (a spin
+    that never ends: on the GPU the run hangs), or the script's own exception where the GPU run raised it too
+    (the script ends there on both devices, so nothing after it goes unchecked)."""
+    if f.check != "exception":
+        return False
+    return bool(f.extra.get("kernel_error")) or (gpu is not None and any(
+        g.check == "exception" and _same_place(f, g) for g in gpu.findings))
+
+
+def _interpreter_notes(case: CaseResult | None, label: str, gpu: CaseResult | None = None) -> list[str]:
     if case is None:
         return [f"{label}: tdebug's interpreter pass did not reach this case ({ONLY_TDEBUG} NOT checked)"]
-    stops = [f for f in case.findings if f.check in RUN_FAILURES]
+    stops = [f for f in case.findings if f.check in RUN_FAILURES and not _explained(f, gpu)]
     if case.status == "hang":
         return [f"{label}: tdebug's interpreter pass ran past --timeout and was stopped; {ONLY_TDEBUG} NOT checked "
                 "(raise --timeout, or give the script smaller sizes)"]
@@ -157,12 +167,12 @@ def merge_case(gpu: CaseResult | None, interp: CaseResult | None, label: str, in
                interpreter_ran: bool) -> tuple[CaseResult, list[str]]:
     """One case from both engines: the GPU run's status and comparisons, the interpreter's detections added,
     a finding both made shown once; notes for what the interpreter pass did not check."""
-    notes = _interpreter_notes(interp, label) if interpreter_ran else []
+    notes = _interpreter_notes(interp, label, gpu) if interpreter_ran else []
     if interp is None:
         assert gpu is not None
         return gpu, notes
     incomplete = bool(notes)
-    detections = [f for f in interp.findings if f.check not in RUN_FAILURES
+    detections = [f for f in interp.findings if (f.check not in RUN_FAILURES or _explained(f, gpu))
                   and not (incomplete and f.check == "unwritten")]  # later launches might have written them
     if incomplete and any(f.check == "unwritten" for f in interp.findings):
         notes.append(f"{label}: unwritten outputs not judged: the interpreter pass stopped before the script's end")
@@ -170,7 +180,8 @@ def merge_case(gpu: CaseResult | None, interp: CaseResult | None, label: str, in
     theirs = list(base.findings)
     merged: list[Finding] = []
     for f in detections:
-        twin = next((g for g in theirs if g.source == cs_mod.SOURCE and _same_place(f, g)), None)
+        twin = next((g for g in theirs if (g.source == cs_mod.SOURCE or f.check == "exception")
+                     and _same_place(f, g)), None)
         if twin is not None:
             theirs.remove(twin)
             merged.append(_both(f, twin))

@@ -33,6 +33,71 @@ def test_integers_compare_bit_for_bit_and_floats_within_checks_tolerance():
     assert differ.nonzero()[0].tolist() == [17] and rtol > 0 and atol > 0
 
 
+def test_integers_converted_from_floats_may_part_by_one_code():
+    a = torch.tensor([0, 127, -128, 5], dtype=torch.int8)
+    differ, _, atol = compare(a, torch.tensor([1, 126, -127, 7], dtype=torch.int8), atomic=False, from_floats=True)
+    assert differ.tolist() == [False, False, False, True] and atol == 1
+    big = torch.tensor([2**64 - 1, 0], dtype=torch.uint64)
+    differ, _, _ = compare(big, torch.tensor([0, 1], dtype=torch.uint64), atomic=False, from_floats=True)
+    assert differ.tolist() == [False, False]  # 2**64 - 1 and 0 are one code apart in the type's wrap
+    flags = torch.tensor([True, False])
+    differ, _, _ = compare(flags, torch.tensor([False, False]), atomic=False, from_floats=True)
+    assert differ.tolist() == [True, False]  # booleans stay bit for bit
+
+
+ONE_CODE = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, {root!r})
+    from tdebug.interpreter import patches
+    patches.install()
+    import torch
+    import triton
+    import triton.language as tl
+    from tdebug.sanitize import divergence
+
+    @triton.jit
+    def quantise(x_ptr, q_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(q_ptr + offs, (tl.load(x_ptr + offs) * 3.0).to(tl.int32))
+
+    @triton.jit
+    def copy(x_ptr, q_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(q_ptr + offs, tl.load(x_ptr + offs))
+
+    class Compiled:  # the compiled side: the interpreter's result, one element moved by `by`
+        def __init__(self, by):
+            self.by = by
+
+        def run(self, x, q, BLOCK, grid, warmup):
+            q.copy_((x * 3).to(torch.int32) if x.is_floating_point() else x)
+            q[5] += self.by
+
+    for kernel, by, want in ((quantise, 1, 0), (quantise, 2, 1), (copy, 1, 1)):
+        divergence.DEVICES = ("cpu",)
+        divergence.compiled_function = lambda fn, kwargs=None, by=by: Compiled(by)
+        found = []
+        check = divergence.DivergenceCheck(found.append, "script")
+        check.install()
+        x = torch.randint(-50, 50, (64,)).to(torch.float32 if kernel is quantise else torch.int32)
+        q = torch.full((64,), -7, dtype=torch.int32)
+        kernel[(1,)](x, q, BLOCK=64)
+        assert check.compared == 1 and len(found) == want, (kernel, by, found)
+        assert torch.equal(q, (x * 3).to(torch.int32) if kernel is quantise else x)  # the interpreted side kept
+        assert check.float_to_int == (kernel is quantise)
+    print("ok")
+''')
+
+
+def test_a_launch_that_converts_floats_to_integers_is_compared_within_one_code():
+    """The interpreted launch's float -> int conversions are seen (the builder's fp_to_si/fp_to_ui), and its
+    integer outputs may then part from the compiled ones by one code (compiled fp32 `/`, `exp` are approximate);
+    a kernel that converts nothing is compared bit for bit."""
+    done = subprocess.run([sys.executable, "-c", ONE_CODE.format(root=str(ROOT))], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
 SCRIPT = textwrap.dedent('''
     import sys
     sys.path.insert(0, {root!r})

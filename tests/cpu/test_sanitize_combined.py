@@ -50,14 +50,44 @@ def test_a_finding_both_engines_make_is_shown_once_naming_both():
     assert case.status == "fail" and notes == [] and coverage == []
 
 
-def test_the_gpu_runs_own_exception_is_not_the_interpreters():
+def test_the_scripts_exception_on_both_devices_is_one_finding_and_no_stop():
+    """The script raised at the same line in the GPU run and in the interpreter pass: it ends there on both
+    devices, so the interpreter pass checked all the script ran (no note), and the exception is shown once."""
     boom = Finding(check="exception", message="TypeError: bad call", file=KERNEL, line=8)  # source: the default
     gpu = tag_gpu_run(job(CaseResult(0, "script.py", "error", [boom], error=boom.message)))
     interp = job(CaseResult(0, "script.py", "error", [boom]))
     result, notes, _ = merge_engines(gpu, interp)
     (f,) = result.cases[0].findings
-    assert engine_names(f) == ["the run on the GPU"]
-    assert result.cases[0].status == "error" and len(notes) == 1
+    assert engine_names(f) == ["tdebug interpreter", "the run on the GPU"]
+    assert result.cases[0].status == "error" and notes == []
+    elsewhere = Finding(check="exception", message="RuntimeError: interpreter only", file=KERNEL, line=20)
+    result, notes, _ = merge_engines(gpu, job(CaseResult(0, "script.py", "error", [elsewhere])))
+    (f,) = result.cases[0].findings  # the interpreter pass broke where the GPU run did not: a note, not a finding
+    assert engine_names(f) == ["the run on the GPU"] and len(notes) == 1 and "stopped" in notes[0]
+
+
+def test_a_detection_raised_in_the_kernel_is_a_finding_beside_the_gpus_hang():
+    """tdebug's spin detection ends the interpreter pass with the kernel's exception (FlagNeverSet): on the GPU the
+    compiled run hangs. Both are findings, as the CPU path reports the exception: no 'stopped' note."""
+    spin = Finding(check="exception", message="FlagNeverSet: hang: program 0 spins ...", file=KERNEL, line=34,
+                   extra={"kernel_error": True})
+    hang = Finding(check="hang", message="hang: no result after 120 s")
+    gpu = tag_gpu_run(job(CaseResult(0, "script.py", "hang", [hang])))
+    result, notes, _ = merge_engines(gpu, job(CaseResult(0, "script.py", "error", [spin])))
+    assert sorted((f.check, f.line) for f in result.cases[0].findings) == [("exception", 34), ("hang", 0)]
+    assert notes == [] and result.cases[0].status == "hang"
+
+
+def test_the_worker_marks_tdebugs_detections_raised_as_exceptions():
+    from tdebug.runtime.worker import exception_finding
+    from tdebug.sanitize.locks import FlagNeverSet
+
+    for exc, marked in ((FlagNeverSet("hang: program 0 spins"), True), (ValueError("the script's own"), False)):
+        try:
+            raise exc
+        except Exception as caught:  # noqa: BLE001 - a traceback as the worker sees one
+            f = exception_finding(caught)
+        assert f.check == "exception" and bool(f.extra.get("kernel_error")) is marked
 
 
 def test_interpreter_only_detection_fails_a_case_the_gpu_passed():
