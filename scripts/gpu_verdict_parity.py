@@ -11,10 +11,10 @@ reach4_families.py, and tests/gpu/scripts/), run three ways:
          put them)
 The scenario files allocate with torch's default device; a small wrapper sets it to `cuda` where a GPU is visible, so
 the same source runs on either device (the CPU-only verdicts of these files are CI's own tests). The verdict of a
-run is its exit code and the set of (check, kernel, line) of the interpreter's findings; compute-sanitizer's
-and divergence findings, and the compiled run's own end where it has no source line (a hang, a crash: what only
-running on the GPU shows) are listed beside it as GPU only. A case agrees when exit codes and interpreter findings
-are equal.
+run is its exit code and the set of (check, kernel, line) of the interpreter's findings. What only running on the
+GPU can show is listed beside it as GPU only: compute-sanitizer's findings, divergence, and the compiled run's
+own outcome (the script's exception where the compiled kernel gave it a wrong result, a hang, a crash). A case
+agrees when exit codes and interpreter findings are equal.
 Writes OUT/gpu-verdict-parity.md and .json; exits 1 when any case disagrees.
 """
 
@@ -98,8 +98,8 @@ def verdict(report: Path) -> dict:
         for case in target.get("cases", []):
             for f in case.get("findings", []):
                 key = (f.get("check"), f.get("kernel"), f.get("line"))
-                compiled_end = f.get("extra", {}).get("engines") == [GPU_RUN] and not f.get("line")
-                gpu_only = f.get("source") != "tdebug" or f.get("check") in GPU_ONLY or compiled_end
+                compiled_run = f.get("extra", {}).get("engines") == [GPU_RUN]
+                gpu_only = f.get("source") != "tdebug" or f.get("check") in GPU_ONLY or compiled_run
                 (tools if gpu_only else interp).add(key)
     return {"findings": sorted(interp, key=str), "gpu_tools": sorted(tools, key=str), "notes": notes,
             "summary": data.get("verdict", {}).get("summary", "")}

@@ -4,7 +4,9 @@ Triton's interpreter (3.6 to 3.8) turns a `tl.make_block_ptr` load or store, and
 load, into a masked load/store whose mask is a bare numpy array instead of a TensorHandle; anything
 wrapping the memory ops then fails on it (`'numpy.dtypes.BoolDType' object has no attribute
 'primitive_bitwidth'`). Here the mask comes back as a TensorHandle, and a block pointer's mask also
-records which dimensions the access left out of `boundary_check`, so a bounds finding can say so.
+records which dimensions the access left out of `boundary_check`, so a bounds finding can say so. The
+pointers keep the provenance of the block's base (provenance.py): a lane past the end of its tensor is out of
+bounds wherever the allocator put the next tensor, the same on a GPU's caching allocator as on the CPU's.
 Triton 3.9 removed block pointers (`make_block_ptr` raises) and already wraps descriptor masks.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .provenance import inherit
 from .versions import patcher
 
 patch = patcher("block_pointers")
@@ -37,6 +40,7 @@ def install() -> None:
         def make_block(original):
             def materialize_pointers(self, boundary_check):
                 ptrs, mask = original(self, boundary_check)
+                inherit(ptrs, (self.base,))
                 mask = as_handle(mask)
                 checked = set(boundary_check or ())
                 mask.attr = {**mask.attr, UNCHECKED: tuple(d for d in range(len(self.block_shape))
@@ -52,6 +56,7 @@ def install() -> None:
         def make_descriptor(original):
             def materialize_pointers(self, *args, **kwargs):
                 ptrs, mask = original(self, *args, **kwargs)
+                inherit(ptrs, (self.base,))
                 return ptrs, as_handle(mask)
 
             return materialize_pointers

@@ -63,6 +63,7 @@ class LaunchRecord:
     survivors: list[int] = field(default_factory=list)  # autotuned: the configs its pruning keeps (indices)
     config_count: int = 0  # how many autotune configs the kernel has (0: not autotuned)
     seconds: float = 0.0  # wall time of the launch, tdebug's checks in it included (layer "launch_clock")
+    file: str = ""  # the kernel's source file (compute-sanitizer's line info names only its base name)
 
 
 @dataclass
@@ -195,7 +196,7 @@ def pin_autotune() -> None:
             for n, index in enumerate(order):
                 config = self.configs[index]
                 record = LaunchRecord(self.base_fn.__name__, (), config_text(config), index, survivors,
-                                      len(self.configs))
+                                      len(self.configs), file=source_file(self.base_fn))
                 STATE.launches.append(record)  # the interpreter's launch fills in the grid
                 if config.pre_hook is not None:
                     config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
@@ -225,7 +226,12 @@ class _LaunchRecorder:
         if STATE.launches and STATE.launches[-1].kernel == name and not STATE.launches[-1].grid:
             pass  # opened by the autotuner: the grid comes next
         else:
-            STATE.launches.append(LaunchRecord(name, ()))
+            STATE.launches.append(LaunchRecord(name, (), file=source_file(launch.executor.fn)))
+
+
+def source_file(fn) -> str:
+    code = getattr(fn, "__code__", None)
+    return os.path.abspath(code.co_filename) if code is not None and not code.co_filename.startswith("<") else ""
 
 
 def _clock_launch(original):

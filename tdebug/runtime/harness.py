@@ -182,7 +182,7 @@ def case_from_event(ev: Event | Mapping) -> CaseResult:
         comparisons=ev.get("comparisons", []), time=ev.get("time", 0.0), cpu_time=ev.get("cpu_time", 0.0),
         error=ev.get("error", ""),
         launches=ev.get("launches", []), case=ev.get("case", {}), exit_code=ev.get("exit_code"),
-        localisation=ev.get("localisation", []),
+        localisation=ev.get("localisation", []), kernel_files=ev.get("kernel_files", {}),
         launch_count=ev.get("launch_count") if ev.get("launches_known") else None)
 
 

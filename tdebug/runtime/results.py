@@ -24,6 +24,7 @@ class CaseResult:
     stderr: str = ""
     localisation: list[dict] = field(default_factory=list)  # per wrong output: runtime.localise.Localisation
     launch_count: int | None = None  # a script's Triton launches; None where they cannot be seen (GPU modes)
+    kernel_files: dict[str, str] = field(default_factory=dict)  # kernel name -> its source file (interpreter)
 
     @property
     def ok(self) -> bool:

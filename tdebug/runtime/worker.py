@@ -504,6 +504,7 @@ def run_script_job(job: Job, channel: Channel, sanitizer, follower=None, index: 
     result["time"] = time.perf_counter() - started
     result["launch_count"] = len(STATE.launches) + (followed.launches if followed is not None else 0)
     result["launches"] = autotuned_launches(STATE.launches)
+    result["kernel_files"] = {r.kernel: r.file for r in STATE.launches if r.file}
     checks = {f["check"] for f in result["findings"]}
     if result.get("status") == "quit":
         pass

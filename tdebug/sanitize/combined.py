@@ -201,6 +201,23 @@ def merge_case(gpu: CaseResult | None, interp: CaseResult | None, label: str, in
     return case, notes
 
 
+def resolve_kernel_files(gpu: JobResult, interp: JobResult) -> None:
+    """compute-sanitizer's line info names a kernel's file by its base name only; the interpreter pass launched
+    the same kernels and knows their paths (a kernel in an imported package, a script run through a wrapper).
+    With the path known, initcheck's reads of a kernel's own TMA descriptor are dropped as where it was found."""
+    files = {kernel: path for case in interp.cases for kernel, path in case.kernel_files.items()}
+    for case in gpu.cases:
+        found = case.findings
+        for f in found:
+            path = files.get(f.kernel)
+            if f.source == cs_mod.SOURCE and f.file and not os.path.isabs(f.file) and path \
+                    and os.path.basename(path) == f.file:
+                f.file = path
+        case.findings = [f for f in found if not cs_mod.descriptor_scratch_finding(f)]
+        if found and not case.findings and case.status == "fail" and all(c.get("ok", True) for c in case.comparisons):
+            case.status = "pass"
+
+
 def unchecked_notes(interp: JobResult, strict: bool = False, soft: list[str] | None = None) -> list[str]:
     """Take out of the interpreter pass's cases what it says it could not check (a kernel the divergence check
     could not run compiled): notes, never findings of the kernel; a case left with no finding passes. A launch
@@ -236,6 +253,7 @@ def merge_engines(gpu: JobResult | None, interp: JobResult | None,
         return interp, notes, coverage
     if interp is None or gpu.fatal:
         return gpu, notes, coverage
+    resolve_kernel_files(gpu, interp)
     gpu_cases = {c.label: c for c in gpu.cases}
     interp_cases = {c.label: c for c in interp.cases}
     labels = list(gpu.labels) + [lb for lb in interp.labels if lb not in gpu.labels]

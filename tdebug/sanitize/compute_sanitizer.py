@@ -451,6 +451,12 @@ def _tdebug_own_read(e: ToolError) -> bool:
     return e.tool == "initcheck" and e.check == "uninit" and not e.file and e.access != "host-api"
 
 
+def descriptor_scratch_finding(f: Finding) -> bool:
+    """`_descriptor_scratch_read` for a finding whose file was resolved after the run (see combined.py)."""
+    return f.source == SOURCE and _descriptor_scratch_read(ToolError(
+        f.extra.get("tool", ""), f.check, "", file=f.file, line=f.line))
+
+
 def _descriptor_scratch_read(e: ToolError) -> bool:
     """initcheck's reads at a `tl.make_tensor_descriptor(...)` line: the kernel builds the TMA descriptor in the
     global scratch Triton's allocator gave it and reads it back; the instructions that write it (tensormap

@@ -212,3 +212,22 @@ def test_an_internal_error_of_the_interpreter_pass_exits_3_never_1(gpu_status, g
     assert any("internal error in tdebug" in f.message for f in result.cases[0].findings)  # said, not lost
     cpu = Verdict.of(interp.cases)  # the CPU path: the same verdict
     assert (cpu.exit_code, cpu.summary()) == (3, "no findings, NOT fully checked")
+
+
+def test_a_kernels_file_comes_from_the_interpreter_pass_and_its_descriptor_reads_are_dropped(tmp_path):
+    """compute-sanitizer names a kernel's file by its base name; the interpreter pass's launch records give the
+    path (a kernel imported from elsewhere), so initcheck's reads at a tl.make_tensor_descriptor line are known
+    for what they are (the TMA descriptor Triton builds in scratch memory) and dropped; others keep the path."""
+    source = tmp_path / "kernels_mod.py"
+    source.write_text("def k(X, Y):\n    xd = tl.make_tensor_descriptor(X, [M], [1], [B])\n    y = tl.load(Y)\n")
+    at_descriptor = Finding(check="uninit", message="initcheck says uninit", kernel="k", file="kernels_mod.py",
+                            line=2, source="compute-sanitizer", extra={"tool": "initcheck"})
+    at_load = Finding(**{**at_descriptor.__dict__, "line": 3, "extra": {"tool": "initcheck"}})
+    files = {"k": str(source)}
+    for found, status, lines in (([at_descriptor], "pass", []), ([at_descriptor, at_load], "fail", [3])):
+        gpu = job(CaseResult(0, "script.py", "fail", [Finding(**f.__dict__) for f in found]))
+        interp = job(CaseResult(0, "script.py", "pass", kernel_files=files))
+        result, notes, _ = merge_engines(gpu, interp)
+        (case,) = result.cases
+        assert case.status == status and [f.line for f in case.findings] == lines and notes == []
+        assert all(f.file == str(source) for f in case.findings)
