@@ -15,6 +15,7 @@ MARKER = ("tdebug(checks=None, skip=False, timeout=None): tdebug's sanitizer for
 
 REPRO_ROOT = pytest.StashKey[str | None]()  # --tdebug-repro's folder, as prepared (None: not asked)
 CONTROLLER = pytest.StashKey[bool]()  # this process is an xdist controller under --tdebug
+MAX_MIB = 2048  # on a GPU: a launch over this many MiB of tensor arguments runs compiled only (--tdebug-max-mib)
 SIGTERM_BEFORE = pytest.StashKey[object]()  # the controller's SIGTERM handler before the session's
 _CONFIGS: list[pytest.Config] = []  # the session's config, for pytest_keyboard_interrupt (it gets none)
 
@@ -50,6 +51,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "in plain pytest (the test sees its results) and also under the interpreter sanitizer on "
                          "copies, the two compared (divergence); cpu: the interpreter's results only, as on a "
                          "CPU-only machine; cuda: as auto, an error where no GPU is visible")
+    group.addoption("--tdebug-max-mib", type=float, metavar="MIB", default=MAX_MIB,
+                    help="on a GPU: a launch whose tensor arguments take more than MIB runs compiled only, with a "
+                         "note that the interpreter did not check it (its host copies and shadows would take several "
+                         f"times its size in host memory; default {MAX_MIB}, 0: no cap)")
 
 
 def _active(namespace) -> bool:
@@ -97,6 +102,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError("--tdebug-device cuda: no CUDA GPU is visible") from None
     if config.option.tdebug_durations is not None and config.option.tdebug_durations < 0:
         raise pytest.UsageError("--tdebug-durations: a number of tests, 0 or more (0: every test)")
+    if config.option.tdebug_max_mib < 0:
+        raise pytest.UsageError("--tdebug-max-mib: MiB, 0 or more (0: no cap)")
     if hasattr(config, "workerinput"):
         seed = config.workerinput.get("tdebug_seed", 0)
     else:

@@ -21,7 +21,7 @@ from ..runtime.recipe import Follow, Recipe, install
 from ..runtime.worker import fault_finding
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
-from .plugin import REPRO_ROOT
+from .plugin import MAX_MIB, REPRO_ROOT
 from .sanitized_test import SANITIZED_TEST, SanitizedTest, TdebugFailure, crash_text
 from .testrun import Settings, TestRun, explained_assert_close, pass_findings, revive, run_test
 
@@ -56,7 +56,8 @@ class Runner:
         if self.gpu:
             from ..sanitize.divergence import DivergenceCheck
 
-            listeners.append(DivergenceCheck.into(self.session, "pytest", keep="compiled"))
+            cap = getattr(option, "tdebug_max_mib", MAX_MIB)
+            listeners.append(DivergenceCheck.into(self.session, "pytest", keep="compiled", max_bytes=int(cap * 2**20)))
         self.installed = install(Recipe(
             interpret=True, store_records=True,  # a failing assert_close says where (tdebug.explain)
             clamp_config=self.config_index is None, repro=(Path(root), "") if root else None,
@@ -120,9 +121,9 @@ class Runner:
         """Launches in a fixture's teardown run in the parent: their findings fail the teardown."""
         self._arm(item)
         result = yield
-        findings = self.session.end_case() if self.session.enabled else []
-        if findings:
-            raise TdebugFailure(SanitizedTest(findings=findings).text(where="this test's teardown"))
+        tested = SanitizedTest(findings=self.session.end_case() if self.session.enabled else [])
+        if tested.failed:
+            raise TdebugFailure(tested.text(where="this test's teardown"))
         return result
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)

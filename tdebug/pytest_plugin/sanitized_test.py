@@ -41,7 +41,8 @@ class SanitizedTest:
 
     @property
     def failed(self) -> bool:
-        return bool(self.findings or self.crash)
+        """A finding or a crash; a note (a launch not compared, or run compiled only) is said, never a failure."""
+        return bool(self.crash) or any(f.check != "note" for f in self.findings)
 
     def text(self, where: str = "this test") -> str:
         parts = []

@@ -12,7 +12,11 @@ Compared per tensor argument: integers and booleans bit for bit, floats within `
 interpreter is exact for bf16/fp8 elementwise, and fp32 sums may be ordered differently). Integers of a launch
 that converted floats to integers (a quantisation, `.to(tl.int8)`, a float stored through an int pointer) within
 one code: compiled fp32 `/`, `tl.sqrt`, `tl.exp` and the like are approximate (`div.full.f32`, `ex2.approx`; up to
-2 ulp), so a value within the float tolerance can land on the other side of a rounding boundary. A storage a launch
+2 ulp), so a value within the float tolerance can land on the other side of a rounding boundary. Floats of a
+launch that read bf16 or fp16 tensors within that dtype's tolerance whatever the output's dtype: their sums are
+rounded to it step by step, in an order the compiled reduction need not share (an fp32 rstd from bf16 rows).
+A launch made while a CUDA graph is captured, or (pytest, keep="compiled") one over the size cap, runs compiled
+only, with a note that the interpreter did not check it. A storage a launch
 updated with atomics is compared within that tolerance too, and the finding says so: float accumulation order is
 free on a GPU. The differing elements are described from the interpreter's store records (runtime/localise.py):
 which programs and store line wrote them, the pattern, the first differing element with both values, and the
@@ -119,11 +123,17 @@ def compiled_language():
         wrapped = _member_of(value)  # tl.tensor.sum: compiled Triton sets the JITFunction itself
         return compiled_function(wrapped.fn, wrapped.kwargs) if wrapped is not None else original_of(value, undo)
 
+    from triton import knobs
+
     swapped = _swap_modules()
     try:
         for owner, names in _PRISTINE.items():
             _set_all(owner, {name: compiled(v) for name, v in names.items()})
-        yield
+        with knobs.runtime.scope():
+            # a @constexpr_function (triton.cdiv, next_power_of_2) returns a constexpr to the code generator only
+            # when Triton is not interpreting: `tl.static_range(triton.cdiv(H, BLOCK))` compiles then
+            knobs.runtime.interpret = False
+            yield
     finally:
         for owner, names in saved.items():
             _set_all(owner, names)
@@ -216,12 +226,15 @@ def _copy(storage):
 DEVICES = ("cuda",)  # the launches compared: those with tensor arguments on these devices
 
 
-def compare(compiled, interpreted, atomic: bool, from_floats: bool = False) -> tuple[np.ndarray, float, float]:
+def compare(compiled, interpreted, atomic: bool, from_floats: bool = False, floor=None) -> tuple[np.ndarray, float,
+                                                                                              float]:
     """Where a tensor's compiled and interpreted values part: (mask, rtol, atol) as `check` would judge them;
-    `from_floats`: the launch converted floats to integers, so integers may part by one code (atol 1)."""
+    `from_floats`: the launch converted floats to integers, so integers may part by one code (atol 1); `floor`:
+    the least precise float dtype the launch read (bf16 inputs: an fp32 output of their sums is as exact as
+    bf16 sums ordered one way or another), its tolerance when looser than the output's own."""
     import torch
 
-    from ..catalogue.compare import TOLERANCES, dtype_name, outside_tolerance, scaled_atol
+    from ..catalogue.compare import outside_tolerance, scaled_atol
 
     if not compiled.is_floating_point():
         got, want = compiled.cpu(), interpreted.cpu()
@@ -232,18 +245,37 @@ def compare(compiled, interpreted, atomic: bool, from_floats: bool = False) -> t
             return differ.numpy(), 0.0, 1.0
         return differ.numpy(), 0.0, 0.0
     got, want = compiled.detach().cpu().to(torch.float64), interpreted.detach().cpu().to(torch.float64)
-    rtol, atol_factor = TOLERANCES.get(dtype_name(compiled.dtype), TOLERANCES["fp32"])
-    if compiled.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.float64):  # fp8
-        rtol, atol_factor = TOLERANCES["bf16"]
+    rtol, atol_factor = _tolerance(compiled.dtype)
+    if floor is not None:
+        rtol, atol_factor = (max(a, b) for a, b in zip((rtol, atol_factor), _tolerance(floor)))
     atol = scaled_atol(want, atol_factor)
     return outside_tolerance(got, want, rtol, atol).numpy(), rtol, atol
+
+
+def _tolerance(dtype) -> tuple[float, float]:
+    import torch
+
+    from ..catalogue.compare import TOLERANCES, dtype_name
+
+    if dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.float64):  # fp8
+        return TOLERANCES["bf16"]
+    return TOLERANCES.get(dtype_name(dtype), TOLERANCES["fp32"])
+
+
+def _least_precise(tensors) -> object | None:
+    """The float dtype of the launch's tensors with the fewest mantissa bits (None: no float tensor)."""
+    import torch
+
+    floats = [t.dtype for t in tensors if t.is_floating_point()]
+    return max(floats, key=lambda d: torch.finfo(d).eps, default=None)
 
 
 class DivergenceCheck:
     """Installed in the interpreter pass's child on a GPU; findings go to `report`, notes to `note`."""
 
     def __init__(self, report: Callable[[Finding], None], target: str, argv: list[str] | None = None,
-                 note: Callable[[Finding], None] | None = None, keep: str = "interpreted") -> None:
+                 note: Callable[[Finding], None] | None = None, keep: str = "interpreted",
+                 max_bytes: int = 0) -> None:
         self.report = report
         self.note = note or report
         self.target = target
@@ -254,16 +286,20 @@ class DivergenceCheck:
         # (pytest --tdebug on a GPU: the test sees what its GPU suite sees; the interpreter ran on the side).
         self.keep = keep
         self.compared = 0  # launches compared
+        # keep="compiled": a launch whose tensor storages take more bytes runs compiled only (0: no cap), as its
+        # host copies, snapshots and shadows would take several times its size in host memory
+        self.max_bytes = max_bytes
         self.float_to_int = False  # the launch being interpreted converted a float to an integer
 
     @classmethod
-    def into(cls, session, target: str, argv: list[str] | None = None, keep: str = "interpreted") -> DivergenceCheck:
+    def into(cls, session, target: str, argv: list[str] | None = None, keep: str = "interpreted",
+             max_bytes: int = 0) -> DivergenceCheck:
         """A check whose findings join the sanitizer session's findings of the case (named by its config)."""
         def report(finding: Finding) -> None:
             finding.config = finding.config or session.config
             session.case_findings.append(finding)
 
-        return cls(report, target, argv, keep=keep)
+        return cls(report, target, argv, keep=keep, max_bytes=max_bytes)
 
     def install(self) -> None:
         from triton.runtime import interpreter
@@ -300,6 +336,10 @@ class DivergenceCheck:
         import torch
 
         storages = {t.untyped_storage().data_ptr(): t.untyped_storage() for _, t in named}
+        kernel = getattr(fn, "__name__", "kernel")
+        why = self._not_interpretable(storages)
+        if why:
+            return self._compiled_only(fn, args, kwargs, kernel, why)
         before = {p: _copy(s) for p, s in storages.items()}
         launches = len(RECORDER.launches)
         self.float_to_int = False
@@ -310,7 +350,6 @@ class DivergenceCheck:
         for p, s in storages.items():
             s.copy_(before[p])
         del before  # host memory: one copy of the launch's storages less held through the compiled run
-        kernel = getattr(fn, "__name__", "kernel")
         self.busy = True
         try:
             jit = compiled_function(fn.fn, getattr(fn, "kwargs", None))
@@ -349,10 +388,34 @@ class DivergenceCheck:
                 r.atomic for r in record.records for info in record.storages.values()
                 if info.device_ptr == p and r.storage == info.host_ptr))
             got, want = _view(compiled[p], t), _view(interpreted[p], t)
-            differ, rtol, atol = compare(got, want, atomic, from_floats)
+            differ, rtol, atol = compare(got, want, atomic, from_floats, _least_precise(t for _, t in named))
             if differ.any():
                 self.report(self.finding(kernel, name, t, got, want, differ, rtol, atol, atomic))
         return out
+
+    def _not_interpretable(self, storages: dict) -> str:
+        """Why this launch runs compiled only ("" when it is interpreted too)."""
+        import torch
+
+        if torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing():
+            return "launched while a CUDA graph is captured (the graph records the compiled kernel)"
+        size = sum(s.nbytes() for s in storages.values())
+        if self.keep == "compiled" and self.max_bytes and size > self.max_bytes:
+            return (f"its tensor arguments take {size / 2**20:,.0f} MiB, over the cap of "
+                    f"{self.max_bytes / 2**20:,.0f} MiB (--tdebug-max-mib)")
+        return ""
+
+    def _compiled_only(self, fn, args: tuple, kwargs: dict, kernel: str, why: str):
+        """The launch run compiled, not interpreted: a note says it was not checked."""
+        self.note(Finding(check="note", kernel=kernel, extra={"unchecked": "launch"}, message=(
+            f"launch of {kernel} run compiled only, not checked by the interpreter: {why}")))
+        jit = compiled_function(fn.fn, getattr(fn, "kwargs", None))
+        self.busy = True
+        try:
+            with compiled_language():
+                return jit.run(*args[1:], warmup=False, **{k: v for k, v in kwargs.items() if k != "warmup"})
+        finally:
+            self.busy = False
 
     def finding(self, kernel: str, name: str, out, got, want, differ: np.ndarray, rtol: float, atol: float,
                 atomic: bool) -> Finding:

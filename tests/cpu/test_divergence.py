@@ -33,6 +33,20 @@ def test_integers_compare_bit_for_bit_and_floats_within_checks_tolerance():
     assert differ.nonzero()[0].tolist() == [17] and rtol > 0 and atol > 0
 
 
+def test_floats_of_a_launch_that_read_bf16_are_compared_at_bf16s_tolerance():
+    """An fp32 rstd of bf16 rows (Liger's poly_norm): its sums are rounded to bf16 step by step, in an order the
+    compiled reduction need not share; compared at bf16's tolerance, an fp32 kernel's at fp32's."""
+    torch.manual_seed(0)
+    want = torch.rand(300) + 0.5
+    got = want * (1 + 3e-3)  # a bf16 sum ordered otherwise: 0.3 % apart
+    assert compare(got, want, atomic=False)[0].all()
+    differ, rtol, _ = compare(got, want, atomic=False, floor=torch.bfloat16)
+    assert not differ.any() and rtol > 1e-3
+    assert compare(got, want, atomic=False, floor=torch.float32)[0].all()
+    got[7] += 1.0  # beyond bf16's tolerance too
+    assert compare(got, want, atomic=False, floor=torch.bfloat16)[0].nonzero()[0].tolist() == [7]
+
+
 def test_integers_converted_from_floats_may_part_by_one_code():
     a = torch.tensor([0, 127, -128, 5], dtype=torch.int8)
     differ, _, atol = compare(a, torch.tensor([1, 126, -127, 7], dtype=torch.int8), atomic=False, from_floats=True)
@@ -138,6 +152,18 @@ SCRIPT = textwrap.dedent('''
                         constexprs={{"BLOCK": 128}})
         ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert ".entry kernel" in ptx
+    @triton.jit
+    def tiles(x_ptr, H: tl.constexpr, BLOCK: tl.constexpr):
+        for t in tl.static_range(triton.cdiv(H, BLOCK)):  # a constexpr only where Triton is not interpreting
+            tl.store(x_ptr + t * BLOCK + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.float32))
+
+    with compiled_language():
+        src = ASTSource(fn=compiled_function(tiles.fn), signature={{"x_ptr": "*fp32", "H": "constexpr",
+                                                                   "BLOCK": "constexpr"}},
+                        constexprs={{"H": 100, "BLOCK": 32}})
+        assert ".entry tiles" in triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    from triton import knobs
+    assert knobs.runtime.interpret  # and back as it was
     kernel[(1,)](x, out, 100, BLOCK=128)  # and the interpreter still works afterwards
     assert torch.equal(out, first)
     print("ok")
@@ -147,7 +173,8 @@ SCRIPT = textwrap.dedent('''
 def test_compiled_twin_of_an_interpreted_kernel(tmp_path):
     script = tmp_path / "twin.py"
     script.write_text(SCRIPT.format(root=str(ROOT)))
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT))
+    # a cache of its own: a compiled kernel found in the cache is not generated again (nor its errors met)
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT), TRITON_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
 
@@ -286,3 +313,32 @@ def test_check_divergence_without_the_gpus_interpreter_pass_is_refused(tmp_path)
         assert proc.returncode == code, proc.stdout + proc.stderr
         assert "--check divergence" in proc.stderr and "never run" not in proc.stdout
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_a_launch_over_the_size_cap_runs_compiled_only_with_a_note(monkeypatch):
+    """pytest --tdebug on a GPU: a launch whose tensors take more than the cap is not interpreted (its host copies
+    and shadows would take several times its size): it runs compiled, the test sees its results, and a note (no
+    failure of the test) says the interpreter did not check it."""
+    from tdebug.pytest_plugin.sanitized_test import SanitizedTest
+    from tdebug.sanitize import divergence
+
+    monkeypatch.setattr(divergence, "DEVICES", ("cpu",))
+    monkeypatch.setattr(divergence, "compiled_function", lambda fn, kwargs=None: _Compiled())
+
+    def never(*args, **kwargs):
+        raise AssertionError("interpreted although over the cap")
+
+    found: list[Finding] = []
+    check = divergence.DivergenceCheck(found.append, "pytest", keep="compiled", max_bytes=16)
+    x = torch.randn(8)
+    out = torch.full((8,), float("nan"))
+    check.launch(never, (_Kernel(), x, out), {"grid": (1,)})
+    want = x * 2
+    want[3] += 1.0
+    assert torch.equal(out, want) and check.compared == 0
+    (note,) = found
+    assert note.check == "note" and "run compiled only" in note.message and "--tdebug-max-mib" in note.message
+    assert not SanitizedTest(findings=found).failed
+    check = divergence.DivergenceCheck(found.append, "pytest", keep="compiled", max_bytes=1 << 20)  # under it
+    check.launch(_interpreted, (_Kernel(), x, out), {"grid": (1,)})
+    assert check.compared == 1

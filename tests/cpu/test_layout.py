@@ -404,6 +404,8 @@ LIBRARY_WRITES = {
     "interpreter/program_axis.py": {"builder.grid_idx"},
     # the probe past the grid: the session's set_grid_idx / set_grid_dim (a versions.patch) name its program
     "sanitize/session.py": {"interpreter_builder.?"},
+    # the divergence check's compiled run: Triton's constexpr functions as compiled Triton has them, in its knob scope
+    "sanitize/divergence.py": {"knobs.runtime.interpret"},
     # triton-viz's own configuration, the way its commands set it
     "sanitize/symbolic.py": {"viz_config.enable_sanitizer"},
     "viz/trace.py": {"viz_config.num_sms"},
