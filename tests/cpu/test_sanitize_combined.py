@@ -78,9 +78,12 @@ def test_a_detection_raised_in_the_kernel_is_a_finding_beside_the_gpus_hang():
     assert notes == [] and result.cases[0].status == "hang"
 
 
-def test_the_worker_marks_tdebugs_detections_raised_as_exceptions():
+def test_the_worker_marks_tdebugs_detections_raised_as_exceptions(monkeypatch):
+    from tdebug.interpreter import frames
     from tdebug.runtime.worker import exception_finding
     from tdebug.sanitize.locks import FlagNeverSet
+
+    monkeypatch.setattr(frames, "library_dirs", lambda: ())  # no Triton import here (a neighbour test stubs it)
 
     for exc, marked in ((FlagNeverSet("hang: program 0 spins"), True), (ValueError("the script's own"), False)):
         try:
