@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import program_axis
+from .launch import current_batch, current_launch
 from .versions import bind, patcher
 
 patch = patcher("batch_memory")
@@ -75,9 +76,6 @@ class Resolved:
     aligned: bool  # every active lane's address is at a whole element of the storage
     elements: np.ndarray | Rows | RowGroups  # per active lane, its element index (int64); or the lanes as Rows
     lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane; Rows: their columns)
-
-
-LAST: Resolved | None = None
 
 
 @dataclass
@@ -148,25 +146,30 @@ class MemoryUndo:
 
 
 def _undo() -> MemoryUndo | None:
-    batch = program_axis.CURRENT
+    batch = current_batch()
     return None if batch is None else batch.memory
 
 
-def publish(resolved: Resolved | None) -> None:
-    """The resolution of the batched memory op about to run (None: none)."""
-    global LAST
-    LAST = resolved
-
-
-def resolved_rows(ptrs: np.ndarray) -> Rows | None:
-    """The Rows the checks resolved this very pointer array to, for the memory op about to run (None: none)."""
-    r = LAST
+def resolved_rows(resolution: Resolved | None, ptrs: np.ndarray) -> Rows | None:
+    """The Rows the checks resolved this very pointer array to (`resolution`: an access's; None: none)."""
+    r = resolution
     return r.elements if r is not None and r.ptrs is ptrs and isinstance(r.elements, Rows) else None
 
 
+def _resolution() -> Resolved | None:
+    """The checks' resolution of the memory op running now (memory_events.Access.resolution; None: none)."""
+    launch = current_launch()
+    access = None if launch is None else launch.access
+    return None if access is None else access.resolution
+
+
 def _take(ptrs, mask, dtype: np.dtype) -> Resolved | None:
-    global LAST
-    r, LAST = LAST, None
+    """The running access's resolution, if it holds for these very arrays and dtype; it serves one op only."""
+    launch = current_launch()
+    access = None if launch is None else launch.access
+    if access is None:
+        return None
+    r, access.resolution = access.resolution, None
     if r is None or program_axis.lane_programs() is None or r.ptrs is not ptrs.data:
         return None
     if (r.mask is None) != (mask is None) or (mask is not None and r.mask is not mask.data):
@@ -180,7 +183,7 @@ def _load(original):
     from triton.runtime.interpreter import TensorHandle, _get_np_dtype
 
     def create_masked_load(*args, **kwargs):
-        if LAST is None:
+        if _resolution() is None:
             return original(*args, **kwargs)
         a = bind(original, args, kwargs).arguments
         ptrs, mask, other = a["ptrs"], a["mask"], a["other"]
@@ -226,7 +229,7 @@ def _masked_off(other, shape: tuple, dtype: np.dtype) -> np.ndarray:
 def _store(original):
     def create_masked_store(*args, **kwargs):
         undo = _undo()
-        if LAST is None:
+        if _resolution() is None:
             if undo is not None:
                 undo.take()
             return original(*args, **kwargs)

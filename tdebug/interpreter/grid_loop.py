@@ -28,6 +28,7 @@ import numpy as np
 from .. import settings
 from . import program_axis
 from .batch_memory import MemoryUndo
+from .launch import Launch, current_launch, enter, leave, storages
 from .program_axis import Batch, Divergent, Unported
 from .versions import LAYERS, forget_fault, layers_of, patcher
 
@@ -87,72 +88,6 @@ STATS = Stats()
 FORCE_SERIAL: list[str] = []  # reasons the whole process runs serially (a breakpoint is set)
 
 
-class Launch:
-    """One kernel call, made once by the innermost launch wrapper (_call) and reachable by every listener through
-    current_launch(): the kernel, its arguments, the tensors found once, the grid, the current batch and its
-    memory undo, the statistics. A wrapper or listener reads the launch here instead of binding the call and
-    walking its arguments itself."""
-
-    __slots__ = ("executor", "args_dev", "kwargs", "args", "grid", "_device_storages", "storages", "_parts")
-
-    def __init__(self, executor_obj, args_dev: tuple, kwargs: dict) -> None:
-        self.executor = executor_obj  # Triton's GridExecutor
-        self.args_dev, self.kwargs = args_dev, kwargs  # the call's arguments, as the kernel was called
-        self.args: dict | None = None  # bound by name, as the kernel runs them (batched engine: set before its loop)
-        self.grid: tuple[int, int, int] | None = None  # set when the grid is known (batched engine: before its loop)
-        self._device_storages: list | None = None
-        self.storages: list | None = None  # the host copies' storages the batched engine undoes
-        self._parts: dict[str, Any] | None = None  # owner -> its part of this launch's state (part())
-
-    @property
-    def kernel(self):
-        """The kernel's Python function."""
-        return self.executor.fn
-
-    @property
-    def name(self) -> str:
-        return getattr(self.executor.fn, "__name__", "kernel")
-
-    def device_storages(self) -> list:
-        """The distinct storages of the call's tensor arguments (found once per launch)."""
-        if self._device_storages is None:
-            self._device_storages = _storages(list(self.args_dev) + list(self.kwargs.values()))
-        return self._device_storages
-
-    def part(self, owner: str, make: Callable[[], Any]) -> Any:
-        """What `owner` (a layer) keeps for this launch only, made by make() at its first use."""
-        parts = self._parts
-        if parts is None:
-            parts = self._parts = {}
-        found = parts.get(owner)
-        if found is None:
-            found = parts[owner] = make()
-        return found
-
-    @property
-    def batch(self) -> Batch | None:
-        """The batch of programs running now (None: none, or the serial engine)."""
-        return program_axis.CURRENT
-
-    @property
-    def memory(self) -> MemoryUndo | None:
-        """The running batch's memory undo (None: no batch runs)."""
-        batch = program_axis.CURRENT
-        return None if batch is None else batch.memory
-
-    @property
-    def stats(self) -> Stats:
-        return STATS
-
-
-_LAUNCH: Launch | None = None  # the launch running now (set only by _call)
-
-
-def current_launch() -> Launch | None:
-    """The kernel call running now (None: outside a launch)."""
-    return _LAUNCH
-
-
 def executor() -> str:
     return settings.get("TDEBUG_EXECUTOR")  # checked at start-up (tdebug.settings): never a silent "auto"
 
@@ -209,26 +144,6 @@ def _say(text: str) -> None:
         print(f"tdebug: {text}", file=sys.stderr)
 
 
-# -- memory of the launch's tensors ----------------------------------------------------------------------------
-def _storages(values) -> list:
-    seen: dict[int, Any] = {}
-
-    def visit(v) -> None:
-        if isinstance(v, (list, tuple)):
-            for x in v:
-                visit(x)
-            return
-        base = getattr(v, "base", v)  # TensorWrapper / TensorDescriptor
-        if hasattr(base, "untyped_storage"):
-            storage = base.untyped_storage()
-            if storage.nbytes():
-                seen.setdefault(storage.data_ptr(), storage)
-
-    for v in values:
-        visit(v)
-    return list(seen.values())
-
-
 # -- the engine ------------------------------------------------------------------------------------------------
 def _order(grid: tuple[int, int, int]) -> np.ndarray:
     """Every program id, as (3, n), in the serial engine's order (x outermost, z innermost)."""
@@ -246,8 +161,9 @@ def _serial_program(fn, args: dict, pid: tuple[int, int, int]) -> None:
 class BatchedLaunch:
     """One launch run by the batched engine; after an op it cannot batch, the rest of the launch runs serially."""
 
-    def __init__(self, fn, args: dict, grid: tuple[int, int, int], storages: list) -> None:
-        self.fn, self.args, self.grid, self.storages = fn, args, grid, storages
+    def __init__(self, fn, launch: Launch) -> None:
+        self.fn, self.launch = fn, launch
+        self.args, self.grid, self.storages = launch.args, launch.grid, launch.storages
         self.batch_size = FIRST_BATCH
         self.serial_from: str | None = None  # why the rest of the launch runs serially
 
@@ -275,14 +191,15 @@ class BatchedLaunch:
             tokens = [listener.checkpoint() for listener in LISTENERS]
             batch = Batch(part, memory=memory)
             STATS.batches += 1
-            program_axis.set_current(batch)
+            launch = self.launch
+            launch.batch = batch
             try:
                 try:
                     self.fn(**self.args)
                 except Exception as error:
                     raise _engine_signal(error) or error  # noqa: B904 - the engine's own signal, unwrapped
             except (Divergent, Unported) as signal:
-                program_axis.set_current(None)
+                launch.batch = None
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
@@ -294,7 +211,7 @@ class BatchedLaunch:
                     todo = _split(part, signal.values) + todo
                 continue
             except Exception as error:
-                program_axis.set_current(None)
+                launch.batch = None
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
@@ -316,7 +233,7 @@ class BatchedLaunch:
                     listener.commit(token)
                 raise
             finally:
-                program_axis.set_current(None)
+                launch.batch = None
             why = next(filter(None, (getattr(listener, "serial_reason", _never)(token)
                                      for listener, token in zip(LISTENERS, tokens))), None)
             if why is not None:  # e.g. a race between programs: its findings depend on the programs' order
@@ -387,24 +304,23 @@ def _call(original):
     def __call__(self, *args_dev, **kwargs):
         """GridExecutor.__call__ with the grid loop run by the batched engine where it can; the serial engine
         (Triton's own __call__) otherwise. The steps before and after the loop are Triton's, in its order."""
-        global _LAUNCH
-        outer, _LAUNCH = _LAUNCH, Launch(self, args_dev, kwargs)
+        launch = Launch(self, args_dev, kwargs, current_launch())
+        outer = enter(launch)
         ends = LISTENING.on_launch_end
         if not (LISTENING.on_launch or ends):
             try:
-                return _launch(original, self, _LAUNCH, args_dev, kwargs)
+                return _launch(original, self, launch, args_dev, kwargs)
             finally:
-                _LAUNCH = outer
-        launch = _LAUNCH
+                leave(outer)
         try:
             for hook in LISTENING.on_launch:
                 hook(launch)
             out = _launch(original, self, launch, args_dev, kwargs)
         except BaseException as error:
-            _LAUNCH = outer
+            leave(outer)
             _end(ends, launch, error)
             raise
-        _LAUNCH = outer
+        leave(outer)
         _end(ends, launch, None)
         return out
 
@@ -427,7 +343,7 @@ def _end(ends: list[Callable], launch: Launch, error: BaseException | None) -> N
 def _host_args(original):
     def _init_args_hst(*args, **kwargs):
         """Triton's host copies of a launch's arguments, handed to every listener's on_host_args."""
-        launch = _LAUNCH
+        launch = current_launch()
         if launch is not None:
             for hook in LISTENING.before_host_args:
                 hook(launch)
@@ -486,9 +402,9 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
     """The launch on the batched engine where it can, on Triton's own __call__ otherwise."""
     from triton.runtime import interpreter
 
-    if executor() == "serial" or FORCE_SERIAL or program_axis.CURRENT is not None:
+    if executor() == "serial" or FORCE_SERIAL or launch.batch is not None:
         STATS.launches_serial += 1
-        if program_axis.CURRENT is None:
+        if launch.batch is None:
             why = "TDEBUG_EXECUTOR=serial" if executor() == "serial" else FORCE_SERIAL[0]
             _say(f"{self.fn.__name__}: serial engine ({why})")
         return original(self, *args_dev, **kwargs)
@@ -507,10 +423,10 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
         assert len(grid) <= 3, "grid must have at most 3 dimensions"
         grid = tuple(grid) + (1,) * (3 - len(grid))
         launch.args, launch.grid = args, grid
-        launch.storages = _storages(list(args_hst) + list(kwargs_hst.values()))
+        launch.storages = storages(list(args_hst) + list(kwargs_hst.values()))
         interpreter.interpreter_builder.set_grid_dim(*grid)
         try:
-            _run_grid(self, args, grid, launch.storages)
+            _run_grid(self, launch)
         except Exception as e:
             import triton
 
@@ -518,25 +434,25 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
                 raise
             raise interpreter.InterpreterError(repr(e)) from e
     finally:
-        program_axis.set_current(None)
+        launch.batch = None
         patch_scope.restore()
     self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
 
 
-def _run_grid(executor_obj, args: dict, grid: tuple[int, int, int], storages: list) -> None:
-    name = executor_obj.fn.__name__
+def _run_grid(executor_obj, launch: Launch) -> None:
+    name, args, grid = executor_obj.fn.__name__, launch.args, launch.grid
     why = _why_serial(executor_obj, grid)
     if why is None:
         from triton.runtime.interpreter import interpreter_builder
 
         interpreter_builder.grid_idx = (0, 0, 0)  # what a listener reads between memory ops
-        launch = BatchedLaunch(executor_obj.fn, args, grid, storages)
-        launch.run()
-        if launch.serial_from is None:
+        batched = BatchedLaunch(executor_obj.fn, launch)
+        batched.run()
+        if batched.serial_from is None:
             STATS.launches_batched += 1
             _say(f"{name}: batched engine, grid {grid}")
             return
-        why = launch.serial_from
+        why = batched.serial_from
         _say(f"{name}: batched engine, then serial ({why}), grid {grid}")
     else:
         _say(f"{name}: serial engine ({why}), grid {grid}")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from . import grid_loop
-from .grid_loop import Launch, current_launch
+from .launch import Launch, current_launch
 from .versions import LAYERS, Call, bind, patcher
 
 patch = patcher("memory_events")
@@ -36,19 +36,24 @@ OPS: dict[str, tuple[str, str, str | None]] = {
 
 
 class Access:
-    """One memory op about to run: its arguments by name (`call.arguments`; a listener may replace them) and
-    what the checks ask of it. In the batched engine the arrays carry every program of the batch, a program per
-    row (program_axis.lane_programs() says which)."""
+    """One memory op about to run: its arguments by name (`call.arguments`; a listener may replace them), its
+    launch and batch, and what the checks ask of it. In the batched engine the arrays carry every program of the
+    batch, a program per row (program_axis.lane_programs() says which)."""
 
-    __slots__ = ("op", "kind", "call", "pointer", "value_name", "unmasked", "refused", "result")
+    __slots__ = ("op", "kind", "call", "pointer", "value_name", "unmasked", "refused", "result", "launch",
+                 "resolution")
 
-    def __init__(self, op: str, call: Call, unmasked: bool) -> None:
+    def __init__(self, op: str, call: Call, unmasked: bool, launch: Launch | None) -> None:
         self.op = op
         self.kind, self.pointer, self.value_name = OPS[op]
         self.call = call
         self.unmasked = unmasked  # from create_load / create_store: the all-true mask is not the kernel's
         self.refused = False
         self.result: Any = None
+        self.launch = launch  # the kernel call this op belongs to (its kernel, tensors, grid, batch, memory undo)
+        # The sanitizer's resolution of the op's active lanes to elements of one storage
+        # (batch_memory.Resolved; None: none), which the batched memory ops below run on.
+        self.resolution: Any = None
 
     @property
     def ptrs(self):
@@ -69,9 +74,10 @@ class Access:
         return self.call.arguments[self.value_name] if self.value_name else None
 
     @property
-    def launch(self) -> Launch | None:
-        """The kernel call this op belongs to (its kernel, tensors, grid, running batch and memory undo)."""
-        return current_launch()
+    def batch(self):
+        """The batch of programs the op runs for (program_axis.Batch; None: the serial engine, or no launch)."""
+        launch = self.launch
+        return None if launch is None else launch.batch
 
     def refuse(self, result: Any) -> None:
         """Do not run the op: `result` is what the kernel gets back."""
@@ -133,27 +139,39 @@ def _dispatched(op: str) -> Callable[[Callable], Callable]:
         def dispatch(*args, **kwargs):
             if not hooks:
                 return original(*args, **kwargs)
-            access = Access(op, bind(original, args, kwargs), LISTENING.unmasked)
-            reached = len(hooks)
-            for i, (before, _) in enumerate(hooks):
-                if before is not None:
-                    before(access)
-                    if access.refused:
-                        reached = i + 1
-                        break
-            if access.refused:
-                result = access.result
-            else:
-                call = access.call
-                result = original(*call.args, **call.kwargs)
-            for _, after in reversed(hooks[:reached]):
-                if after is not None:
-                    after(access, result)
-            return result
+            launch = current_launch()
+            access = Access(op, bind(original, args, kwargs), LISTENING.unmasked, launch)
+            if launch is None:
+                return _run(hooks, access, original)
+            outer, launch.access = launch.access, access  # the memory ops below (batch_memory) read it there
+            try:
+                return _run(hooks, access, original)
+            finally:
+                launch.access = outer
 
         return dispatch
 
     return make
+
+
+def _run(hooks: list[tuple[Callable | None, Callable | None]], access: Access, original: Callable) -> Any:
+    """The listeners' before (outermost first), the op (unless refused), their after (innermost first)."""
+    reached = len(hooks)
+    for i, (before, _) in enumerate(hooks):
+        if before is not None:
+            before(access)
+            if access.refused:
+                reached = i + 1
+                break
+    if access.refused:
+        result = access.result
+    else:
+        call = access.call
+        result = original(*call.args, **call.kwargs)
+    for _, after in reversed(hooks[:reached]):
+        if after is not None:
+            after(access, result)
+    return result
 
 
 def _unmasked(original):

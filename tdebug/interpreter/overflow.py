@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .frames import current_pid, user_frame
+from .launch import current_batch
 from .versions import patcher
 
 patch = patcher("overflow")
@@ -70,7 +71,7 @@ def overflowed(file: str, line: int, message: str) -> None:
     """Triton's overflow check failed at file:line: mark the result of the op it guards."""
     from . import program_axis
 
-    if program_axis.CURRENT is not None:  # marks follow one program's values: the serial engine takes over
+    if current_batch() is not None:  # marks follow one program's values: the serial engine takes over
         raise program_axis.Unported("an int32 overflow's true value")
     STATE.pending = (file, line, message)
     STATE.live = True

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import program_axis
+from .launch import current_batch, current_launch
 from .loop_counters import LoopCounter
 from .program_axis import MARK, SIDE_ARRAY_NONE, Divergent, _side_arrays, mark
 from .versions import bind, patcher
@@ -227,7 +228,7 @@ def _per_program(value: Any, batch) -> np.ndarray | None:
 def loop(target: str, make_range: Callable, *args: Any, **kwargs: Any) -> Iterator[int] | range:
     """The loop's iterable: the range itself, or (its start or stop differing between the batch's programs) the
     predicated iteration to the largest trip count. `target`: the loop variable's name."""
-    batch = program_axis.CURRENT
+    batch = current_batch()
     if batch is None or batch.index is not None or len(args) not in (1, 2, 3):
         return make_range(*args, **kwargs)
     frame = sys._getframe(1)
@@ -332,7 +333,7 @@ def begin(frame_locals: dict) -> _Iteration | None:
     """The iteration's state: the kernel's locals as the iteration begins. Not the rewrite's own names: the last
     iteration's state among them would hold its `before`, and so on back to the first iteration (every value of
     every iteration kept alive to the loop's end: 4-5 MB more per iteration of a causal attention's batch)."""
-    batch = program_axis.CURRENT
+    batch = current_batch()
     if batch is None or batch.active is None:
         return None
     before = {name: value for name, value in frame_locals.items() if not name.startswith("__tdebug")}
@@ -379,7 +380,7 @@ def compact(state: _Iteration, frame_locals: dict, reads: tuple[str, ...], scala
                               root_rows=rows if batch.root is None else batch.root_rows[rows])
     part.loop_scalars = {key: v.of_rows(rows) for key, v in batch.loop_scalars.items()}
     state.part, state.rows = part, rows
-    program_axis.set_current(part)
+    current_launch().batch = part
     from .grid_loop import STATS
 
     STATS.predicated_loop(compacted=True)
@@ -423,7 +424,7 @@ def _widen(value, rows: np.ndarray, size: int):
     if not isinstance(value, tl.tensor) or not getattr(value.handle, MARK, False):
         return value
     if np.shape(value.handle.data)[0] != size:  # not the iteration's (cannot be: every value read was cut)
-        _give_up(program_axis.CURRENT, "a value of another batch's programs")
+        _give_up(current_batch(), "a value of another batch's programs")
     out = copy.copy(value)
     out.handle = _rows_of(value.handle, rows)
     return out
@@ -442,7 +443,7 @@ def _close(state: _Iteration) -> np.ndarray:
     """End a compacted iteration: the whole batch current again, with what its part did (effects, atomics, the
     values of its loops' variables). Returns each program's row in the part (programs out of the loop: any)."""
     batch, part, rows = state.batch, state.part, state.rows
-    program_axis.set_current(batch)
+    current_launch().batch = batch
     batch.effects, batch.atomics = part.effects, part.atomics
     for key, v in part.loop_scalars.items():
         batch.loop_scalars[key] = v.placed(rows, batch.size, batch.loop_scalars.get(key))

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import compat, provenance
 from .frames import EngineSignal
+from .launch import current_batch, current_launch
 from .versions import patcher
 
 patch = patcher("program_axis")
@@ -133,14 +134,7 @@ class LoopValues:
         return LoopValues(values, bound)
 
 
-CURRENT: Batch | None = None  # the batch running now: set only through set_current() (grid_loop, predicated_loops)
 LARGEST = 0  # elements of the largest block a memory op of any batch touched, per program (sizes batches)
-
-
-def set_current(batch: Batch | None) -> None:
-    """Make `batch` the one running now (None: none runs); the only writer of CURRENT outside this module."""
-    global CURRENT
-    CURRENT = batch
 
 
 WHOLE = -1  # Batch.index while a memory op runs once for every program of the batch, a program per lane
@@ -159,7 +153,7 @@ def set_per_lane(flag: bool) -> None:
 def current_program() -> tuple[int, int] | None:
     """(index in the batch, batch size) of the program a memory op is being run for, or None outside a batch:
     a listener reading kernel locals (stores.scalar_locals) picks that program's value of a batched one."""
-    b = CURRENT
+    b = current_batch()
     if b is None or b.index is None or b.index == WHOLE:
         return None
     if b.whole is not None:  # a part of the batch (a predicated loop): kernel locals hold the whole batch's
@@ -170,13 +164,13 @@ def current_program() -> tuple[int, int] | None:
 def lane_programs() -> Batch | None:
     """The batch whose programs' lanes the memory op now running holds, a program per lane along its first axis
     (None: the op is one program's). Listeners then check and record every program's lanes in one call."""
-    b = CURRENT
+    b = current_batch()
     return b if b is not None and b.index == WHOLE else None
 
 
 def batched_op(handles) -> bool:
     """Is a batched op running on these operands (their results carry the program axis)?"""
-    b = CURRENT
+    b = current_batch()
     return b is not None and b.index is None and _any_batched(handles)
 
 
@@ -292,7 +286,8 @@ def _stack(outs: list):
 # -- the wrappers ----------------------------------------------------------------------------------------------
 def _elementwise(original):
     def op(*args, **kwargs):
-        if CURRENT is None or CURRENT.index is not None or not (_any_batched(args) or _any_batched(kwargs.values())):
+        batch = current_batch()
+        if batch is None or batch.index is not None or not (_any_batched(args) or _any_batched(kwargs.values())):
             return original(*args, **kwargs)
         keys = list(kwargs)
         aligned = _aligned(list(args) + [kwargs[k] for k in keys])
@@ -308,7 +303,7 @@ def _per_program(name: str, effect: bool):
     def make(original):
         def op(*args, **kwargs):
             global LARGEST
-            batch = CURRENT
+            batch = current_batch()
             if batch is None or batch.index is not None:
                 return original(*args, **kwargs)
             if name == "create_atomic_rmw":
@@ -408,16 +403,16 @@ def _active_programs(batch: Batch, original, args: tuple, kwargs: dict, views: b
     """A load, store or atomic inside a predicated loop: run for the programs still in their loops only (the
     listeners see those programs' lanes and no other), each other program's result a stand-in: the first
     active program's (a value nobody keeps)."""
-    global CURRENT
     idx = np.flatnonzero(batch.active)
     sub = Batch(batch.pids[:, idx], effects=batch.effects, atomics=batch.atomics, memory=batch.memory,
                 serial=batch.serial, whole=batch, rows=idx)
-    CURRENT = sub
+    launch = current_launch()
+    launch.batch = sub
     try:
         out = _whole_batch(sub, original, [_programs_of(a, idx) for a in args],
                            {k: _programs_of(v, idx) for k, v in kwargs.items()}, views)
     finally:
-        CURRENT = batch
+        launch.batch = batch
         batch.effects, batch.atomics = sub.effects, sub.atomics
     if out is None:
         return None
@@ -429,7 +424,8 @@ def _active_programs(batch: Batch, original, args: tuple, kwargs: dict, views: b
 def _unported(name: str):
     def make(original):
         def op(*args, **kwargs):
-            if CURRENT is not None and CURRENT.index is None:
+            batch = current_batch()
+            if batch is not None and batch.index is None:
                 raise Unported(name.removeprefix("create_"))
             return original(*args, **kwargs)
 
@@ -445,7 +441,7 @@ def _shape_op(name: str):
         from triton.runtime.interpreter import TensorHandle
 
         def op(*args, **kwargs):
-            batch = CURRENT
+            batch = current_batch()
             if batch is None or batch.index is not None or not _any_batched(args):
                 return original(*args, **kwargs)
             out = batched(batch.size, *args, **kwargs)
@@ -542,7 +538,7 @@ def _program_id(original):
     from triton.runtime.interpreter import TensorHandle
 
     def create_get_program_id(*args, **kwargs):
-        batch = CURRENT
+        batch = current_batch()
         if batch is None or batch.index is not None:
             return original(*args, **kwargs)
         axis = args[0] if args else kwargs["axis"]
@@ -561,7 +557,7 @@ def _int32():
 def _reduction(original):
     def apply_impl(self, input):
         global _REDUCING
-        batch = CURRENT
+        batch = current_batch()
         if batch is None or batch.index is not None or not any(getattr(t.handle, MARK, False) for t in input):
             return original(self, input)
         P = batch.size
@@ -639,18 +635,19 @@ def uniform(tensor):
     """The one value every program of the batch has for a per-program scalar, or None when the tensor is not
     batched (or is a block); raises Divergent when the programs disagree."""
     h = tensor.handle
-    if CURRENT is None or not getattr(h, MARK, False):
+    batch = current_batch()
+    if batch is None or not getattr(h, MARK, False):
         return None
     data = h.data
     if data[0].size != 1:
         return None
     values = data.reshape(data.shape[0])
-    deciding = _of_active(CURRENT, values, h)  # programs out of a loop: any path
+    deciding = _of_active(batch, values, h)  # programs out of a loop: any path
     first = deciding[0]
     if (deciding == first).all() or (deciding != deciding).all():
         return first
-    if CURRENT.root is not None:  # a compacted iteration: split the batch grid_loop runs by its loop's trips
-        raise Divergent(CURRENT.root.trip_counts.copy())
+    if batch.root is not None:  # a compacted iteration: split the batch grid_loop runs by its loop's trips
+        raise Divergent(batch.root.trip_counts.copy())
     raise Divergent(values.copy())
 
 
@@ -666,7 +663,7 @@ def _lang_tensor(original):
             return int(v) if v is not None else index(self)
 
         def __bool__(self):
-            if CURRENT is not None and getattr(self.handle, MARK, False):
+            if current_batch() is not None and getattr(self.handle, MARK, False):
                 v = uniform(self)
                 return bool(v) if v is not None else True  # a block is true, as the interpreter has it
             return get_bool(self)

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import memory_events, program_axis
-from .batch_memory import resolved_rows
+from .batch_memory import Rows, resolved_rows
 from .frames import current_pid, user_frame
+from .launch import current_batch
 from .program_axis import Batch, current_program, is_batched, lane_programs
 from .versions import bind, patcher
 
@@ -341,14 +342,16 @@ class StoreRecorder:
         """A store or atomic_rmw about to run (memory_events): its lanes under the mask the checks left it."""
         ptrs, mask = access.ptrs, access.mask
         self.store(ptrs.data, None if mask is None else mask.data, _element_size(ptrs),
-                   atomic=access.op == "create_atomic_rmw")
+                   atomic=access.op == "create_atomic_rmw", rows=resolved_rows(access.resolution, ptrs.data))
 
-    def store(self, addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool = False) -> None:
+    def store(self, addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool = False,
+              rows: Rows | None = None) -> None:
+        """Record a store's lanes (`rows`: the checks proved its layout, batch_memory.Rows; None: not known)."""
         launch = self._current
         if launch is None or not self._ranges or launch.dropped:
             return
         before = len(launch.raw)
-        self._store(launch, addresses, mask, elsize, atomic)
+        self._store(launch, addresses, mask, elsize, atomic, rows)
         self._kept += _lanes(launch.raw[before:])
         if self._kept > self.max_lanes:  # a launch too large to keep (a 1 GB tensor written in place)
             launch.dropped = True
@@ -357,7 +360,7 @@ class StoreRecorder:
             launch.changed()
 
     def _store(self, launch: LaunchStores, addresses: np.ndarray, mask: np.ndarray | None, elsize: int,
-               atomic: bool) -> None:
+               atomic: bool, rows: Rows | None) -> None:
         frame = kernel_frame()
         file, line = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
         batch = lane_programs()
@@ -367,13 +370,13 @@ class StoreRecorder:
             return
         # The batched engine: the lanes of every program of a batch, a program per row, recorded in one go.
         every = _integer_scalars(frame) if frame is not None else None
-        self._store_batch(launch, batch, every, file, line, np.asarray(addresses), mask, elsize, atomic)
+        self._store_batch(launch, batch, every, file, line, np.asarray(addresses), mask, elsize, atomic, rows)
 
     def _scalars_of(self, frame) -> dict[str, int]:
         """scalar_locals(frame), the frame's scalars read once per op when the batched engine runs an op (an
         atomic) program by program: every program of the batch then picks its own value."""
         program = current_program()
-        batch = program_axis.CURRENT
+        batch = current_batch()
         if program is None or batch is None:
             return scalar_locals(frame)
         key = (batch.serial, batch.effects, batch.size, id(frame), frame.f_lineno)
@@ -400,13 +403,14 @@ class StoreRecorder:
             launch.raw_scalars.append((pid, scalars()))
 
     def _store_batch(self, launch: LaunchStores, batch, every: dict | None, file: str, line: int,
-                     addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool) -> None:
+                     addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool,
+                     rows: Rows | None) -> None:
         """What _store_program records for each program of the batch, for all of them at once: the arrays are
         kept (the batched engine's own copies) and read per program only when the records are."""
         key = (batch.serial, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1
         programs = batch.size
-        rows = resolved_rows(addresses)  # the checks proved its layout (and its mask the same in every program)
+        # rows: the checks proved its layout (and its mask the same in every program)
         if mask is not None:
             mask = _shared_rows(np.broadcast_to(np.asarray(mask, dtype=bool), addresses.shape), rows is not None)
             if mask.ndim and mask.strides[0] == 0:  # one row for every program: counted once
@@ -514,7 +518,7 @@ def _integer_scalars(frame) -> dict[str, object]:
             found[name] = data.reshape(data.shape[0], -1)[:, 0]
         elif data.size == 1:
             found[name] = int(data.reshape(-1)[0])
-    batch = program_axis.CURRENT
+    batch = current_batch()
     if batch is not None:  # after a predicated loop: its variable's value per program
         batch = batch.whole or batch
         for (code, name), values in batch.loop_scalars.items():

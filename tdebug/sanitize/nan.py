@@ -22,6 +22,7 @@ import numpy as np
 
 from ..interpreter import bf16, memory_events, program_axis
 from ..interpreter.frames import current_pid, user_frame
+from ..interpreter.launch import current_batch
 from ..interpreter.versions import patcher
 from ..report import Finding
 
@@ -266,7 +267,7 @@ class NanTracker:
 
     def _record_per_program(self, name: str, operands: list, out, new: np.ndarray, lane: np.ndarray) -> None:
         """A batched op: one origin per program that made a new NaN/Inf, as the serial engine records them."""
-        batch = program_axis.CURRENT
+        batch = current_batch()
         for i in np.nonzero(new.reshape(new.shape[0], -1).any(axis=1))[0]:
             with program_axis.naming_program(batch.pid(int(i))):
                 mine = new[i]

@@ -138,7 +138,7 @@ class SanitizerSession:
         volatile = access.kind == "load" and bool(access.call.arguments.get("is_volatile"))
         if volatile and program_axis.lane_programs() is not None:
             raise program_axis.Unported("a volatile load (a flag between programs)")
-        safe = self._check(access.kind, access.ptrs, access.mask, access.unmasked, volatile)
+        safe = self._check(access, volatile)
         if safe is None:
             return
         if access.op == "create_atomic_cas":
@@ -219,8 +219,11 @@ class SanitizerSession:
                         OUTPUTS.stored(v.home_ptr, checker.kernel, v.name)
         return checker
 
-    def _check(self, kind: str, ptrs, mask, unmasked: bool, volatile: bool = False) -> np.ndarray | None:
-        batch_memory.publish(None)
+    def _check(self, access: memory_events.Access, volatile: bool = False) -> np.ndarray | None:
+        """The checker's verdict on the access's lanes (None: every lane may run); a batched load or store whose
+        every active lane it resolved to one CPU storage gets that resolution (`access.resolution`), which the
+        memory ops below run on (batch_memory)."""
+        kind, ptrs, mask, unmasked = access.kind, access.ptrs, access.mask, access.unmasked
         checker = self.current if self.probing is None else self.probing[2]
         if checker is None:
             return None
@@ -265,8 +268,8 @@ class SanitizerSession:
         if batch is not None and safe is None and checker.resolved is not None and kind != "atomic" \
                 and checker.resolved[0].views[0].tensor.device.type == "cpu":  # its memory readable by numpy
             s, aligned, elements, lanes = checker.resolved
-            batch_memory.publish(batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
-                                                             s.array, s.elsize, aligned, elements, lanes))
+            access.resolution = batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
+                                                      s.array, s.elsize, aligned, elements, lanes)
         return safe
 
     def _tensor_name(self, addr: int) -> str:

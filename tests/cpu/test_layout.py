@@ -370,8 +370,8 @@ def _foreign_writes(source: str, path: Path, libraries: bool = False) -> list[st
 
 
 def test_no_module_writes_another_modules_global():
-    """A module's state is written by that module only (its functions: program_axis.set_current(),
-    overflow.set_strict(), ...): a launch can be followed through the engine by reading who calls them.
+    """A module's state is written by that module only (its functions: overflow.set_strict(), ...; a launch's
+    state lives on its launch.Launch): a launch can be followed through the engine by reading who calls them.
     versions.py alone patches other modules (Triton's, by its declared table)."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -444,7 +444,7 @@ def test_a_write_into_another_module_is_caught():
                "    setattr(grid_loop, 'FORCE_SERIAL', True)\n"
                "    del program_axis.PER_LANE\n"
                "    grid_loop.FORCE_SERIAL.append('why')\n"
-               "    program_axis.set_current(batch)\n"  # through the owner's function: allowed
+               "    overflow.set_strict(True)\n"  # through the owner's function: allowed
                "    y = program_axis.CURRENT\n")
     assert sorted(_foreign_writes(planted, path)) == [
         "10: program_axis.PER_LANE", "11: grid_loop.FORCE_SERIAL", "5: program_axis.CURRENT",
