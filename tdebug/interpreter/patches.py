@@ -26,22 +26,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import (
-    aliases,
-    block_pointers,
-    boolops,
-    compiled,
-    constexprs,
-    device_tables,
-    lean,
-    lean_ops,
-    loop_counters,
-    overflow,
-    predicated_loops,
-    recursion,
-    reduce_scan,
-)
+from .batched import predicated_loops
+from .fast import front_end_shortcuts as lean_ops
+from .fast import launch_memo as lean
+from .fast import reduce_scan
 from .frames import KernelError, current_pid, user_frame
+from .hooks import overflow
+from .semantics import aliases, block_pointers, boolops, compiled, constexprs, device_tables, loop_counters, recursion
 from .versions import TRITON, bind, patcher, take_faults
 
 
@@ -95,7 +86,7 @@ def clamp_configs(flag: bool) -> None:
 def begin_case(config_index: int | None, config_rank: int = 0, clamp_config: bool | None = None) -> None:
     """A case, test or script run begins: the autotune config it asks for, no launches yet (the list is
     emptied in place: it may announce launches to the parent), no fault or store record of an earlier one."""
-    from .stores import RECORDER
+    from .hooks.stores import RECORDER
 
     STATE.config_index, STATE.config_rank = config_index, config_rank
     if clamp_config is not None:
@@ -266,7 +257,7 @@ def _squeeze_index(original):
 def _record_launches() -> None:
     from triton.runtime import interpreter
 
-    from . import grid_loop
+    from .batched import grid_loop
 
     patch = patcher("launch_record")
     grid_loop.listen("launch_record", _LaunchRecorder())
@@ -284,21 +275,10 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import (
-        batch_memory,
-        bf16,
-        casts,
-        compat,
-        fma,
-        grid,
-        grid_loop,
-        libdevice,
-        memory_guard,
-        op_memo,
-        provenance,
-        scalars,
-        tf32,
-    )
+    from .batched import batch_memory, grid_loop
+    from .fast import casts, op_memo
+    from .hooks import memory_guard, provenance
+    from .semantics import bf16, compat, fma, grid, libdevice, scalars, tf32
 
     grid_loop.install()
     memory_guard.install()

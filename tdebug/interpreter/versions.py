@@ -389,7 +389,7 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable], *, layer:
 
     guarded.__signature__ = signature
     guarded.__name__ = guarded.__qualname__ = getattr(replacement, "__name__", name)
-    # torch._dynamo.disable's marks (interpreter/compiled.py): dynamo reads them on the function it traces.
+    # torch._dynamo.disable's marks (interpreter/semantics/compiled.py): dynamo reads them on the function it traces.
     guarded.__dict__.update({k: v for k, v in getattr(replacement, "__dict__", {}).items()
                              if k.startswith("_torchdynamo")})
     stack.guard = guarded

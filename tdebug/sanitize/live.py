@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import device_tables
 from ..interpreter.frames import library_dirs
+from ..interpreter.semantics import device_tables
 from ..interpreter.versions import patcher
 from .memory import ArgView
 

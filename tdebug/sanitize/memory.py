@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import storage_bytes, storage_poison_mask
-from ..interpreter.batch_memory import RowGroups, Rows, forget_span, program_layout, saved
+from ..interpreter.batched.batch_memory import RowGroups, Rows, forget_span, program_layout, saved
 from ..report import Finding
 from .locks import LockOrder
 from .written import marks_by_element

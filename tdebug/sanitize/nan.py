@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import bf16, memory_events, program_axis
+from ..interpreter.batched import program_axis
+from ..interpreter.batched.launch import current_batch
 from ..interpreter.frames import current_pid, user_frame
-from ..interpreter.launch import current_batch
+from ..interpreter.hooks import memory_events
+from ..interpreter.semantics import bf16
 from ..interpreter.versions import patcher
 from ..report import Finding
 
@@ -340,7 +342,7 @@ class NanTracker:
             r.lanes = [t for _, _, t in r.ranked]
 
     def before(self, access) -> None:
-        """A store or atomic about to run (interpreter.memory_events), with the mask the sanitizer left it."""
+        """A store or atomic about to run (interpreter.hooks.memory_events), with the mask the sanitizer left it."""
         if self.live:
             self.check_store(access.ptrs, access.value, access.mask)
 

@@ -5,7 +5,7 @@ unmodified scripts and autotuned kernels, where its launch path crashes, see FAC
 patch every language op, arithmetic included, for the lifetime of a launch. The interpreter funnels
 every memory access through four InterpreterBuilder methods (create_masked_load, create_masked_store,
 create_atomic_rmw, create_atomic_cas; unmasked, block-pointer and descriptor loads/stores all end
-in the masked ones: interpreter.memory_events hands them to this session's `before`), and every launch
+in the masked ones: interpreter.hooks.memory_events hands them to this session's `before`), and every launch
 through GridExecutor, so those five are the whole interface: cheaper, and it works for any kernel the
 interpreter runs. Two more follow what the memory
 model needs beyond the accesses: atomics into spin locks (locks.py) and pointers built from integers
@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import batch_memory, memory_events, prescan, program_axis, provenance
-from ..interpreter.block_pointers import unchecked_dims
+from ..interpreter.batched import batch_memory, prescan, program_axis
 from ..interpreter.frames import user_frame
+from ..interpreter.hooks import memory_events, provenance
+from ..interpreter.semantics.block_pointers import unchecked_dims
 from ..interpreter.versions import bind, patcher
 from ..report import Finding, merge
 from ..runtime.job import SanitizeOptions
@@ -79,7 +80,8 @@ class SanitizerSession:
         their arguments by name: the same checks fit Triton 3.6's and 3.8's differing signatures)."""
         from triton.runtime import interpreter
 
-        from ..interpreter import memory_guard, overflow, viz_decorators
+        from ..interpreter.hooks import memory_guard, overflow
+        from ..interpreter.semantics import viz_decorators
 
         viz_decorators.install()  # a kernel under @triton_viz.trace would hide its accesses from this session
         overflow.set_strict("overflow-all" in self.checks)
@@ -130,7 +132,7 @@ class SanitizerSession:
         locks.install(lambda: session.current)
         live.install(lambda: session.current)
 
-    # -- the engine's memory events (interpreter.memory_events) ---------------------------------------------
+    # -- the engine's memory events (interpreter.hooks.memory_events) ---------------------------------------------
     def before(self, access: memory_events.Access) -> None:
         """Check a memory op's lanes; those the checker refuses (reported) lose their mask and never run."""
         from triton.runtime.interpreter import TensorHandle

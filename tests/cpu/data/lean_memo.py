@@ -15,7 +15,8 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.runtime import interpreter  # noqa: E402
 
-from tdebug.interpreter import lean, patches, versions  # noqa: E402
+from tdebug.interpreter import patches, versions  # noqa: E402
+from tdebug.interpreter.fast import launch_memo as lean
 
 CALLS = []
 

@@ -15,7 +15,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from tdebug.interpreter import lean_ops, patches, versions  # noqa: E402
+from tdebug.interpreter import patches, versions  # noqa: E402
+from tdebug.interpreter.fast import front_end_shortcuts as lean_ops
 
 if os.environ.get("LEAN_OPS") == "0":
     lean_ops.install = lambda: None
