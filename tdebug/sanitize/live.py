@@ -25,7 +25,7 @@ from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.frames import library_dirs
 from ..interpreter.semantics import device_tables
 from ..interpreter.versions import patcher
-from .memory import ArgView
+from .shadow import ArgView
 
 patch = patcher("live")
 

@@ -26,8 +26,9 @@ from ..report import Finding, merge
 from ..runtime.job import SanitizeOptions
 from . import live, locks
 from .checks import CHECKS
-from .memory import ArgView, LaunchChecker
+from .memory import LaunchChecker
 from .nan import NanTracker
+from .shadow import ArgView
 from .unwritten import Evidence, ProbeChecker, probe, unwritten_elements, unwritten_findings
 from .written import OUTPUTS, TorchWrites
 
