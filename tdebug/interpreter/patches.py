@@ -27,9 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .batched import predicated_loops
-from .fast import front_end_shortcuts as lean_ops
-from .fast import launch_memo as lean
-from .fast import reduce_scan
+from .fast import front_end_shortcuts, launch_memo, reduce_scan
 from .frames import KernelError, current_pid, user_frame
 from .hooks import overflow
 from .semantics import aliases, block_pointers, boolops, compiled, constexprs, device_tables, loop_counters, recursion
@@ -291,8 +289,8 @@ def install(exact_values: bool = True) -> None:
     for module in (scalars, compat, grid, libdevice, casts) + ((bf16, fma, tf32) if exact_values else ()):
         module.install()
     aliases.install()
-    lean.install()
-    lean_ops.install()
+    launch_memo.install()
+    front_end_shortcuts.install()
     if exact_values:  # triton-viz's symbolic engine: its values are expressions, its ops its own
         op_memo.install()
         reduce_scan.install()

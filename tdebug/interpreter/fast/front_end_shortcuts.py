@@ -23,7 +23,7 @@ import numpy as np
 
 from ..versions import patcher
 
-patch = patcher("lean_ops")
+patch = patcher("front_end_shortcuts")
 
 _UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 _LIMITS = {bits: (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) for bits in (8, 16, 32)}

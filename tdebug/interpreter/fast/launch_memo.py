@@ -26,7 +26,7 @@ from typing import Any
 from ..batched.grid_loop import current_launch
 from ..versions import patcher
 
-patch = patcher("lean")
+patch = patcher("launch_memo")
 
 
 @dataclass
@@ -48,7 +48,7 @@ def _running() -> _Launch | None:
     """The running launch's patched modules (grid_loop's Launch keeps them); None outside a launch: every
     _patch_lang call runs."""
     launch = current_launch()
-    return None if launch is None else launch.part("lean", _Launch)
+    return None if launch is None else launch.part("launch_memo", _Launch)
 
 
 def _mark_device_call(original):

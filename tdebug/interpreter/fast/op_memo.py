@@ -11,8 +11,8 @@ call recorded (builder method, where each argument came from: an operand's handl
 a constant) is run again for a later call with that key. Nothing is cached when the first call raises, when a
 builder argument or the result is something the record cannot name (a handle from outside the call, a block
 pointer, a tuple value, a function), or when an argument is not a plain constant. One part of the semantic layer
-looks at values in the interpreter: the signed int overflow check (Triton's, tdebug's numpy one in lean_ops); it
-is recorded as one step and run again on the replay's operands.
+looks at values in the interpreter: the signed int overflow check (Triton's, tdebug's numpy one in
+front_end_shortcuts); it is recorded as one step and run again on the replay's operands.
 
 Off under TDEBUG_EXECUTOR=serial (the reference: Triton's own per-op path) and for triton-viz's symbolic engine.
 """
@@ -535,7 +535,7 @@ def _overflow_step(original):
 
 
 def install() -> None:
-    """After lean_ops (its overflow check runs inside the recorded step)."""
+    """After front_end_shortcuts (its overflow check runs inside the recorded step)."""
     global _TENSOR, _CONSTEXPR, _BASE_TYPE, _TUPLE, _HANDLE
     from triton.language.semantic import TritonSemantic
     from triton.runtime import interpreter
