@@ -400,6 +400,8 @@ def _restore_home(original):
 
 def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> None:
     """The launch on the batched engine where it can, on Triton's own __call__ otherwise."""
+    # Triton's __call__ (3.6 to 3.9 alike) copied with its grid loop swapped: the loop is inline there, between
+    # set_grid_dim and _restore_args_dev, with no seam a wrapper could replace it at.
     from triton.runtime import interpreter
 
     if executor() == "serial" or FORCE_SERIAL or launch.batch is not None:
