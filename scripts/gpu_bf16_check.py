@@ -5,7 +5,8 @@ bf16, bf16 -> fp16 -> bf16, int32 -> bf16, fp32 -> fp8 -> fp32), transcendentals
 and bf16 accumulation, max), a bf16 dot with fp32 accumulation and a bf16 atomic_add. This process runs them
 compiled on CUDA; a child process runs them under TRITON_INTERPRET=1 with tdebug's interpreter patches on CPU
 copies of the same inputs. Elementwise results must be bit-identical (NaN = NaN; the GPU fuses x * y + z into
-one fma by default, and tdebug's interpreter rounds such sums once too: tdebug/interpreter/fma.py); transcendentals are
+one fma by default, and tdebug's interpreter rounds such sums once too: tdebug/interpreter/semantics/fma.py);
+transcendentals are
 reported in bf16 ulps (the GPU's fast exp/log differ from numpy's in the last fp32 bits); reductions, dots
 and atomics must agree within their accumulation-order tolerance. Writes DIR/gpu-bf16-check.{json,md};
 exit 0 when every verdict holds, 1 otherwise.

@@ -150,7 +150,7 @@ def _run(job: Job, channel: Channel, job_file: str) -> int:
                 channel.send("fatal", message=f"cannot import {job.target}: {finding.message}{where}", usage=False)
                 return 1
         if job.breaks is not None:
-            from .interpreter import breakpoints
+            from .interpreter.hooks import breakpoints
 
             points = breakpoints.resolve_breaks(job.target, list(job.breaks))
             pid = job.pid
@@ -176,11 +176,11 @@ def _run(job: Job, channel: Channel, job_file: str) -> int:
                 run_script_job(job, channel, sanitizer, follower)
     finally:
         if debugger is not None:
-            from .interpreter import breakpoints
+            from .interpreter.hooks import breakpoints
 
             breakpoints.stop(debugger)
     if debugger is not None:
-        from .interpreter import breakpoints
+        from .interpreter.hooks import breakpoints
 
         why = breakpoints.never_ran(job.pid, [r.grid for r in installed.launches if r.grid])
         if why:

@@ -32,7 +32,7 @@ def plain_shims() -> list[str]:
     patches = sys.modules.get("tdebug.interpreter.patches")
     if patches is not None and patches.STATE.installed:
         return []
-    from tdebug.interpreter import libdevice, scalars
+    from tdebug.interpreter.semantics import libdevice, scalars
     from tdebug.interpreter.versions import TRITON, patch
 
     scalars.install()

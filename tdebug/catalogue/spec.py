@@ -55,7 +55,7 @@ class KernelSpec:
     quick_shapes: Sequence[tuple[int, ...]] = ()
     dims: Sequence[str] = ()  # names of the shape's dimensions, e.g. ("M", "N", "K")
     complete_shape: Callable[[tuple[int, ...]], tuple[int, ...]] | None = None
-    dtypes: Sequence[str] = ("fp32", "fp16", "bf16")  # CPU: bf16 is exact in tdebug.interpreter.bf16
+    dtypes: Sequence[str] = ("fp32", "fp16", "bf16")  # CPU: bf16 is exact in tdebug.interpreter.semantics.bf16
     gpu_dtypes: Sequence[str] = ("fp32", "fp16", "bf16")
     layouts: Sequence[str] = LAYOUTS
     variants: Sequence[str] = ("",)  # code paths to cover, e.g. ("causal", "full"); make_inputs reads case.variant

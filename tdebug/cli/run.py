@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..interpreter.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
+from ..interpreter.hooks.breakpoints import BreakpointError, parse_break, parse_pid, resolve_breaks
 from ..runtime import device as device_mod
 from ..runtime.harness import run_job
 from ..runtime.job import Job, Plan

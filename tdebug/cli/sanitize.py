@@ -304,7 +304,7 @@ def _pytest(args: tuple[str, ...], seed: int | None) -> int:
 def _limits(max_programs: int | None, max_mib: int | None, on_gpu: bool):
     """The interpreter pass's caps: the GPU defaults (a script written for the GPU may launch big grids on
     big tensors), none on the CPU unless asked."""
-    from ..interpreter.limits import Limits
+    from ..interpreter.hooks.limits import Limits
     from ..sanitize.combined import DEFAULT_LIMITS
 
     default = DEFAULT_LIMITS if on_gpu else Limits()

@@ -12,7 +12,7 @@ import click
 
 from ..catalogue.shapes import SHAPE
 from ..catalogue.spec import LAYOUTS
-from ..interpreter.breakpoints import BreakpointError, parse_pid
+from ..interpreter.hooks.breakpoints import BreakpointError, parse_pid
 from ..interpreter.versions import triton_viz_problem
 from ..runtime.files import writable_folder
 from ..runtime.job import VizJob

@@ -26,22 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import (
-    aliases,
-    block_pointers,
-    boolops,
-    compiled,
-    constexprs,
-    device_tables,
-    lean,
-    lean_ops,
-    loop_counters,
-    overflow,
-    predicated_loops,
-    recursion,
-    reduce_scan,
-)
+from .batched import predicated_loops
+from .fast import front_end_shortcuts, launch_memo, reduce_scan
 from .frames import KernelError, current_pid, user_frame
+from .hooks import overflow
+from .semantics import aliases, block_pointers, boolops, compiled, constexprs, device_tables, loop_counters, recursion
 from .versions import TRITON, bind, patcher, take_faults
 
 
@@ -96,7 +85,7 @@ def clamp_configs(flag: bool) -> None:
 def begin_case(config_index: int | None, config_rank: int = 0, clamp_config: bool | None = None) -> None:
     """A case, test or script run begins: the autotune config it asks for, no launches yet (the list is
     emptied in place: it may announce launches to the parent), no fault or store record of an earlier one."""
-    from .stores import RECORDER
+    from .hooks.stores import RECORDER
 
     STATE.config_index, STATE.config_rank = config_index, config_rank
     if clamp_config is not None:
@@ -272,7 +261,7 @@ def _squeeze_index(original):
 def _record_launches() -> None:
     from triton.runtime import interpreter
 
-    from . import grid_loop
+    from .batched import grid_loop
 
     patch = patcher("launch_record")
     grid_loop.listen("launch_record", _LaunchRecorder())
@@ -290,21 +279,10 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from . import (
-        batch_memory,
-        bf16,
-        casts,
-        compat,
-        fma,
-        grid,
-        grid_loop,
-        libdevice,
-        memory_guard,
-        op_memo,
-        provenance,
-        scalars,
-        tf32,
-    )
+    from .batched import batch_memory, grid_loop
+    from .fast import casts, op_memo
+    from .hooks import memory_guard, provenance
+    from .semantics import bf16, compat, fma, grid, libdevice, scalars, tf32
 
     grid_loop.install()
     memory_guard.install()
@@ -317,8 +295,8 @@ def install(exact_values: bool = True) -> None:
     for module in (scalars, compat, grid, libdevice, casts) + ((bf16, fma, tf32) if exact_values else ()):
         module.install()
     aliases.install()
-    lean.install()
-    lean_ops.install()
+    launch_memo.install()
+    front_end_shortcuts.install()
     if exact_values:  # triton-viz's symbolic engine: its values are expressions, its ops its own
         op_memo.install()
         reduce_scan.install()

@@ -130,7 +130,7 @@ _TABLE = [
     Internal("InterpreterBuilder", "create_load", ()),
     Internal("InterpreterBuilder", "create_store", ()),
     Internal("InterpreterBuilder", "create_assert", ("condition", "message")),
-    # unsigned operands wrap (patches.py); lean_ops.py checks in numpy first
+    # unsigned operands wrap (patches.py); front_end_shortcuts.py checks in numpy first
     Internal("TritonSemantic", "binary_op_sanitize_overflow_impl", ("self", "lhs", "rhs", "binary_op")),
     Internal("InterpreterBuilder", "set_grid_dim", ("nx", "ny", "nz")),
     Internal("InterpreterBuilder", "set_grid_idx"),  # the sanitizer's probes past the grid (unwritten)
@@ -139,10 +139,10 @@ _TABLE = [
     Internal("GridExecutor", "_restore_args_dev", ("self", "args_dev", "args_hst", "kwargs", "kwargs_hst")),
     Internal("GridExecutor", "__call__", ("self",)),
     Internal("InterpretedFunction", "run", ("self", "warmup")),  # tdebug viz: one traced launch
-    # A device function's call: lean.py patches the language once per module per launch (not on every call),
+    # A device function's call: launch_memo.py patches the language once per module per launch (not on every call),
     # recursion.py stops a runaway recursion.
     Internal("InterpretedFunction", "__call__", ("self",)),
-    Internal("triton.runtime.interpreter", "_get_np_dtype", ("tt_dtype",)),  # lean.py: memoised
+    Internal("triton.runtime.interpreter", "_get_np_dtype", ("tt_dtype",)),  # launch_memo.py: memoised
     # Language patching per launch: 3.6's tl.tensor.__index__ breaks under numpy >= 2.4 (fixed in 3.7); the
     # batched engine's __index__/__bool__ on per-program values (program_axis.py).
     Internal("triton.runtime.interpreter", "_patch_lang_tensor", ("tensor", "scope")),
@@ -167,7 +167,7 @@ _TABLE = [
     # (create_int_to_ptr: a create_* member), spin locks (atomic_cas / atomic_rmw, listed above).
     Internal("triton.runtime.interpreter", "_patch_lang", ("fn",)),
     Internal("triton.runtime.interpreter", "_patch_attr", ("obj", "name", "member", "builder", "scope")),  # op_memo
-    Internal("triton.runtime.interpreter", "_patch_builtin", ("pkg", "builder", "scope")),  # lean: listed once
+    Internal("triton.runtime.interpreter", "_patch_builtin", ("pkg", "builder", "scope")),  # launch_memo: listed once
     Internal("BlockPointerHandle", "materialize_pointers", ("self", "boundary_check"), until=(3, 8)),
     Internal("TensorDescHandle", "materialize_pointers", ("self",)),
     Internal("ReduceOps", "*"),
@@ -181,10 +181,10 @@ _TABLE = [
     # Issue 26: `and`/`or`/`not`/`if` on tensors as the code generator reads them (boolops.py); a dtype
     # passed between jit functions has a constexpr's `.value` (constexprs.py, through _patch_lang above).
     Internal("FunctionRewriter", "_transform_ast", ("self",)),
-    Internal("FunctionRewriter", "_get_jit_fn_file_line", ("self",)),  # lean.py: from linecache's lines
+    Internal("FunctionRewriter", "_get_jit_fn_file_line", ("self",)),  # launch_memo.py: from linecache's lines
     # Overflow followed to addresses and stores (overflow.py): the integer ops (create_* above) and
     Internal("InterpreterBuilder", "create_addptr", ("ptr", "offset")),
-    # Triton's per-op front end, shortcut where the result is known (lean_ops.py); called positionally.
+    # Triton's per-op front end, shortcut where the result is known (front_end_shortcuts.py); called positionally.
     Internal("tensor", "__init__", ("self", "handle", "type")),
     Internal("TritonSemantic", "cast", ("self", "input", "dst_ty", "fp_downcast_rounding")),
     Internal("TritonSemantic", "broadcast_impl_value", ("self", "lhs", "rhs")),
@@ -262,8 +262,8 @@ LAYERS: tuple[str, ...] = (
     "bf16",
     "fma",  # wraps bf16's arithmetic
     "aliases",
-    "lean",  # its once-per-launch check wraps the alias patch
-    "lean_ops",  # its overflow check runs inside tdebug's signed-only one (device_assert)
+    "launch_memo",  # its once-per-launch check wraps the alias patch
+    "front_end_shortcuts",  # its overflow check runs inside tdebug's signed-only one (device_assert)
     "op_memo",  # the overflow checks run inside its recorded step
     "reduce_scan",  # a kernel's own combine function run on vectors (reduce_scan.py)
     "block_pointers",
@@ -389,7 +389,7 @@ def patch(owner: Any, name: str, make: Callable[[Callable], Callable], *, layer:
 
     guarded.__signature__ = signature
     guarded.__name__ = guarded.__qualname__ = getattr(replacement, "__name__", name)
-    # torch._dynamo.disable's marks (interpreter/compiled.py): dynamo reads them on the function it traces.
+    # torch._dynamo.disable's marks (interpreter/semantics/compiled.py): dynamo reads them on the function it traces.
     guarded.__dict__.update({k: v for k, v in getattr(replacement, "__dict__", {}).items()
                              if k.startswith("_torchdynamo")})
     stack.guard = guarded

@@ -65,7 +65,7 @@ class SanitizeOptions:
 
 @dataclass(frozen=True)
 class JobLimits:
-    """Size caps for the interpreter pass (interpreter.limits.Limits); 0: no cap."""
+    """Size caps for the interpreter pass (interpreter.hooks.limits.Limits); 0: no cap."""
 
     max_programs: int = 0
     max_bytes: int = 0

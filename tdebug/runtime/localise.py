@@ -1,6 +1,6 @@
 """Where a wrong output came from: the programs and source lines that stored its wrong elements.
 
-The interpreter's store records (tdebug.interpreter.stores) are replayed into the output's logical shape
+The interpreter's store records (tdebug.interpreter.hooks.stores) are replayed into the output's logical shape
 (store_maps.py): per element, the program that stored it last, the store's file:line and the lane of its
 block. Program ids come from those records, never from an assumed block size. The wrong elements are then
 described in the kernel's own terms (describe.py): which programs ("programs with pid_n = 3 only"), the
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..interpreter.stores import RECORDER, StoreRecorder
+from ..interpreter.hooks.stores import RECORDER, StoreRecorder
 from .describe import pattern, program_group, region
 from .store_maps import dropped_launch, pid_text, writer_maps
 
@@ -203,7 +203,7 @@ def explain(out, expected, *, rtol: float | None = None, atol: float | None = No
     nothing is wrong or no launch stored into `out`). rtol/atol: as torch.testing.assert_close's; default
     tdebug's table for the dtype (atol scaled to max |expected|).
 
-    A pytest plugin: install the recorder where it sets up the interpreter (tdebug.interpreter.stores.install(),
+    A pytest plugin: install the recorder where it sets up the interpreter (tdebug.interpreter.hooks.stores.install(),
     after TRITON_INTERPRET=1, as tdebug.child does), RECORDER.clear() before each test, and when a test's
     assert_close(actual, expected, rtol=..., atol=...) fails, call
     explain(actual, expected, rtol=rtol, atol=atol, file=io.StringIO()) and add loc.render() to the report.

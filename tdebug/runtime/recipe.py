@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..interpreter import patches, stores
+from ..interpreter import patches
+from ..interpreter.hooks import stores
 from ..interpreter.versions import take_faults
 from .allocator import keep_freed_memory
 from .job import Job, JobLimits
@@ -118,7 +119,7 @@ def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[P
         return installed
     checked = sanitizer if hasattr(sanitizer, "case_findings") else None  # tdebug's own, not the symbolic one
     if recipe.limits is not None:
-        from ..interpreter import limits
+        from ..interpreter.hooks import limits
 
         limits.install(limits.Limits(recipe.limits.max_programs, recipe.limits.max_bytes))
     if recipe.repro is not None:

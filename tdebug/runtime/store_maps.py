@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..interpreter.stores import RECORDER, ArgView, LaunchStores, StorageInfo, StoreRecorder
+from ..interpreter.hooks.stores import RECORDER, ArgView, LaunchStores, StorageInfo, StoreRecorder
 
 
 @dataclass

@@ -77,7 +77,7 @@ def exception_finding(exc: BaseException) -> Finding:
     run (check "unsupported": the run could not be done), an internal error of tdebug's own (check
     "internal": never the kernel's exception), or anything else."""
     from ..interpreter.frames import KernelError, library_dirs, raised_in_tdebug
-    from ..interpreter.limits import LaunchTooLarge
+    from ..interpreter.hooks.limits import LaunchTooLarge
     from ..interpreter.patches import DeviceAssertError
     from ..interpreter.unsupported import unsupported_reason
 
@@ -230,8 +230,8 @@ def run_case(spec, case: Case, sanitizer, guard_factory: Callable[[], Any] | Non
     target: the file, for the `tdebug run` command that a failing case's localisation ends with."""
     import torch
 
+    from ..interpreter.hooks.stores import RECORDER
     from ..interpreter.patches import STATE, begin_case
-    from ..interpreter.stores import RECORDER
 
     begin_case(case.config)
     started, cpu_started = time.perf_counter(), time.process_time()

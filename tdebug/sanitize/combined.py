@@ -10,7 +10,7 @@ outputs, bounds against the elements a view really spans, uninitialised reads, l
 overflow, and whatever detectors it gains). Each finding keeps the engine that made it; a finding both engines
 make (same class, same source line) is shown once, naming both.
 
-The interpreter pass is bounded (interpreter.limits): a launch with more programs or more bytes of tensor
+The interpreter pass is bounded (interpreter.hooks.limits): a launch with more programs or more bytes of tensor
 arguments than the caps stops it with a note. What it did not check is said, never reported clean.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..interpreter.limits import Limits
+from ..interpreter.hooks.limits import Limits
 from ..report import Finding
 from ..runtime.harness import run_job
 from ..runtime.job import Job, JobLimits

@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..interpreter.stores import RECORDER
+from ..interpreter.hooks.stores import RECORDER
 from ..interpreter.versions import original_of, patcher, replaced
 from ..report import Finding
 from ..runtime.localise import localise, run_command

@@ -22,10 +22,10 @@ import numpy as np
 import torch
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import device_tables
 from ..interpreter.frames import library_dirs
+from ..interpreter.semantics import device_tables
 from ..interpreter.versions import patcher
-from .memory import ArgView
+from .shadow import ArgView
 
 patch = patcher("live")
 

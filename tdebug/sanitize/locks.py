@@ -26,8 +26,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..interpreter import memory_events
 from ..interpreter.frames import KernelError
+from ..interpreter.hooks import memory_events
 
 SPIN_LIMIT = 1000  # failed acquires in a row on a lock no running program can release: a deadlock
 # Flags: programs' clocks kept at their acquires (for the readers of what they published after) only in launches
@@ -203,7 +203,7 @@ class LockOrder:
 
 
 class _LockListener:
-    """Follows atomic_cas / atomic_rmw results (interpreter.memory_events, after the op ran)."""
+    """Follows atomic_cas / atomic_rmw results (interpreter.hooks.memory_events, after the op ran)."""
 
     def __init__(self, current: Callable) -> None:
         self.current = current

@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import bf16, memory_events, program_axis
+from ..interpreter.batched import program_axis
+from ..interpreter.batched.launch import current_batch
 from ..interpreter.frames import current_pid, user_frame
+from ..interpreter.hooks import memory_events
+from ..interpreter.semantics import bf16
 from ..interpreter.versions import patcher
 from ..report import Finding
 
@@ -266,7 +269,7 @@ class NanTracker:
 
     def _record_per_program(self, name: str, operands: list, out, new: np.ndarray, lane: np.ndarray) -> None:
         """A batched op: one origin per program that made a new NaN/Inf, as the serial engine records them."""
-        batch = program_axis.CURRENT
+        batch = current_batch()
         for i in np.nonzero(new.reshape(new.shape[0], -1).any(axis=1))[0]:
             with program_axis.naming_program(batch.pid(int(i))):
                 mine = new[i]
@@ -339,7 +342,7 @@ class NanTracker:
             r.lanes = [t for _, _, t in r.ranked]
 
     def before(self, access) -> None:
-        """A store or atomic about to run (interpreter.memory_events), with the mask the sanitizer left it."""
+        """A store or atomic about to run (interpreter.hooks.memory_events), with the mask the sanitizer left it."""
         if self.live:
             self.check_store(access.ptrs, access.value, access.mask)
 

@@ -5,7 +5,7 @@ unmodified scripts and autotuned kernels, where its launch path crashes, see FAC
 patch every language op, arithmetic included, for the lifetime of a launch. The interpreter funnels
 every memory access through four InterpreterBuilder methods (create_masked_load, create_masked_store,
 create_atomic_rmw, create_atomic_cas; unmasked, block-pointer and descriptor loads/stores all end
-in the masked ones: interpreter.memory_events hands them to this session's `before`), and every launch
+in the masked ones: interpreter.hooks.memory_events hands them to this session's `before`), and every launch
 through GridExecutor, so those five are the whole interface: cheaper, and it works for any kernel the
 interpreter runs. Two more follow what the memory
 model needs beyond the accesses: atomics into spin locks (locks.py) and pointers built from integers
@@ -17,16 +17,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter import batch_memory, memory_events, prescan, program_axis, provenance
-from ..interpreter.block_pointers import unchecked_dims
+from ..interpreter.batched import batch_memory, prescan, program_axis
 from ..interpreter.frames import user_frame
+from ..interpreter.hooks import memory_events, provenance
+from ..interpreter.semantics.block_pointers import unchecked_dims
 from ..interpreter.versions import bind, patcher
 from ..report import Finding, merge
 from ..runtime.job import SanitizeOptions
 from . import live, locks
 from .checks import CHECKS
-from .memory import ArgView, LaunchChecker
+from .memory import LaunchChecker
 from .nan import NanTracker
+from .shadow import ArgView
 from .unwritten import Evidence, ProbeChecker, probe, unwritten_elements, unwritten_findings
 from .written import OUTPUTS, TorchWrites
 
@@ -79,7 +81,8 @@ class SanitizerSession:
         their arguments by name: the same checks fit Triton 3.6's and 3.8's differing signatures)."""
         from triton.runtime import interpreter
 
-        from ..interpreter import memory_guard, overflow, viz_decorators
+        from ..interpreter.hooks import memory_guard, overflow
+        from ..interpreter.semantics import viz_decorators
 
         viz_decorators.install()  # a kernel under @triton_viz.trace would hide its accesses from this session
         overflow.set_strict("overflow-all" in self.checks)
@@ -130,7 +133,7 @@ class SanitizerSession:
         locks.install(lambda: session.current)
         live.install(lambda: session.current)
 
-    # -- the engine's memory events (interpreter.memory_events) ---------------------------------------------
+    # -- the engine's memory events (interpreter.hooks.memory_events) ---------------------------------------------
     def before(self, access: memory_events.Access) -> None:
         """Check a memory op's lanes; those the checker refuses (reported) lose their mask and never run."""
         from triton.runtime.interpreter import TensorHandle
@@ -138,7 +141,7 @@ class SanitizerSession:
         volatile = access.kind == "load" and bool(access.call.arguments.get("is_volatile"))
         if volatile and program_axis.lane_programs() is not None:
             raise program_axis.Unported("a volatile load (a flag between programs)")
-        safe = self._check(access.kind, access.ptrs, access.mask, access.unmasked, volatile)
+        safe = self._check(access, volatile)
         if safe is None:
             return
         if access.op == "create_atomic_cas":
@@ -219,8 +222,11 @@ class SanitizerSession:
                         OUTPUTS.stored(v.home_ptr, checker.kernel, v.name)
         return checker
 
-    def _check(self, kind: str, ptrs, mask, unmasked: bool, volatile: bool = False) -> np.ndarray | None:
-        batch_memory.publish(None)
+    def _check(self, access: memory_events.Access, volatile: bool = False) -> np.ndarray | None:
+        """The checker's verdict on the access's lanes (None: every lane may run); a batched load or store whose
+        every active lane it resolved to one CPU storage gets that resolution (`access.resolution`), which the
+        memory ops below run on (batch_memory)."""
+        kind, ptrs, mask, unmasked = access.kind, access.ptrs, access.mask, access.unmasked
         checker = self.current if self.probing is None else self.probing[2]
         if checker is None:
             return None
@@ -265,8 +271,8 @@ class SanitizerSession:
         if batch is not None and safe is None and checker.resolved is not None and kind != "atomic" \
                 and checker.resolved[0].views[0].tensor.device.type == "cpu":  # its memory readable by numpy
             s, aligned, elements, lanes = checker.resolved
-            batch_memory.publish(batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
-                                                             s.array, s.elsize, aligned, elements, lanes))
+            access.resolution = batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
+                                                      s.array, s.elsize, aligned, elements, lanes)
         return safe
 
     def _tensor_name(self, addr: int) -> str:

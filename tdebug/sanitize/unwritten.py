@@ -20,9 +20,11 @@ import torch
 
 from ..interpreter.frames import KernelError
 from ..report import Finding
+from .issues import MAX_EXAMPLES
 from .live import PointerReach
 from .locks import LockOrder
-from .memory import MAX_EXAMPLES, ArgView, LaunchChecker, Shadow
+from .memory import LaunchChecker
+from .shadow import ArgView, Shadow
 from .written import storage_unwritten, unwritten_mask
 
 PROBES_PER_AXIS = 64  # virtual programs tried along one grid axis

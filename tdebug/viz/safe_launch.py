@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..interpreter import memory_events
+from ..interpreter.hooks import memory_events
 from ..interpreter.versions import bind, patcher
 
 patch = patcher("safe_launch")
@@ -175,7 +175,7 @@ def _masked(mask, ok):
 
 
 class _Guard:
-    """Lanes of a memory op (interpreter.memory_events) outside every argument's storage do not touch memory:
+    """Lanes of a memory op (interpreter.hooks.memory_events) outside every argument's storage do not touch memory:
     masked off, or for atomic_cas (no mask) pointed at a scratch word."""
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 Runs in the child process (tdebug.viz.trace_child), with TRITON_INTERPRET=1 set before Triton was
 imported, after tdebug.interpreter.patches.install() and safe_launch.install(). It listens to the
-builder's memory ops (interpreter.memory_events, the events the sanitizer checks) outside safe_launch's
+builder's memory ops (interpreter.hooks.memory_events, the events the sanitizer checks) outside safe_launch's
 guard, so it records each access with the kernel's own mask before the guard masks off lanes outside
 every argument. Every launch
 goes through InterpretedFunction.run, so catalogue kernels, autotuned kernels (after tdebug's autotune
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interpreter import memory_events, program_axis
+from ..interpreter.batched import program_axis
+from ..interpreter.hooks import memory_events
 from ..interpreter.versions import bind, patcher
 from .model import LaunchMap
 from .reduce import ArgTensor, Attributor, TensorAccumulator
@@ -91,7 +92,7 @@ CURRENT: LaunchTrace | None = None
 
 
 class _Recorder:
-    """Each memory op of the launch traced (interpreter.memory_events), with the mask the kernel gave it; the
+    """Each memory op of the launch traced (interpreter.hooks.memory_events), with the mask the kernel gave it; the
     batched engine undoes a batch it splits (its checkpoints): the accesses it traced go too."""
 
     @staticmethod

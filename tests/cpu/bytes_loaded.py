@@ -1,8 +1,7 @@
 """A check written as one listener class and nothing else (issue 50): the bytes each program loads.
-
 memory_events.listen() hands it every load as an Access, each launch's beginning and end, and the batched engine's
-checkpoint / rollback / commit, so that engine undoes its part of a batch it runs again. No patch: the same
-counts come out of the serial and the batched engine (test_listener_example.py)."""
+checkpoint / rollback / commit (that engine undoes its part of a batch it runs again). No patch: the serial and
+the batched engine give the same counts (test_listener_example.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,8 @@ from collections import Counter
 
 import numpy as np
 
-from tdebug.interpreter import memory_events, program_axis
+from tdebug.interpreter.batched import program_axis
+from tdebug.interpreter.hooks import memory_events
 
 
 class BytesLoaded:

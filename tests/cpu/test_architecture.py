@@ -90,7 +90,7 @@ def test_every_path_and_name_in_backticks_exists():
 def test_a_name_that_is_not_in_the_code_is_caught():
     assert _problem("runtime.device.resolve") is None
     assert _problem("runtime.device.decide_once") == "tdebug/runtime/device.py defines no decide_once"
-    assert _problem("interpreter/launch.py") == "no such path: interpreter/launch.py"
+    assert _problem("interpreter/engine.py") == "no such path: interpreter/engine.py"
     assert _problem("LaunchObject") == "LaunchObject is named nowhere in tdebug/"
     assert _problem("Job.but") is None
     assert _problem("Job.launch") == "no Job.launch in tdebug/"

@@ -1,5 +1,5 @@
-"""tdebug.interpreter.batch_memory: the undo of a batch (whatever the writes: dense row blocks kept as a slice of
-their span, scattered elements as a gather, overlapping, repeated, restoring puts every element back), and its
+"""tdebug.interpreter.batched.batch_memory: the undo of a batch (whatever the writes: dense row blocks kept as a
+slice of their span, scattered elements as a gather, overlapping, repeated, restoring puts every element back), and its
 address arithmetic (bit for bit Triton's create_addptr on every offset dtype, element width and shape), and the
 layouts it remembers (a pointer per program plus offsets every program shares: exactly the addresses made, and
 only for such tiles)."""
@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from tdebug.interpreter.batch_memory import MemoryUndo, _addptr, forget_span, program_layout, saved
+from tdebug.interpreter.batched.batch_memory import MemoryUndo, _addptr, forget_span, program_layout, saved
 
 
 def _writes(rng: np.random.Generator, n: int) -> list[np.ndarray]:
@@ -109,7 +109,7 @@ def test_a_remembered_layout_is_the_addresses_made_and_only_such_tiles_are_remem
     import triton.language as tl
     from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
 
-    from tdebug.interpreter.program_axis import MARK
+    from tdebug.interpreter.batched.program_axis import MARK
 
     ours = _addptr(InterpreterBuilder().create_addptr)
     rng = np.random.default_rng()
@@ -145,7 +145,7 @@ def test_a_remembered_layout_is_the_addresses_made_and_only_such_tiles_are_remem
         assert np.array_equal(first[:, None] + offsets[None, :], out.reshape(programs, -1))
         assert program_layout(out.copy()) is None  # another array with the same values: not known so
     assert remembered
-    from tdebug.interpreter import batch_memory
+    from tdebug.interpreter.batched import batch_memory
 
     last = id(kept)
     assert last in batch_memory._LAYOUTS

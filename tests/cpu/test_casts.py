@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tdebug.interpreter.casts import SMALL, convert
+from tdebug.interpreter.fast.casts import SMALL, convert
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:

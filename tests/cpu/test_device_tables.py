@@ -1,4 +1,4 @@
-"""Pointer tables on a GPU (tdebug.interpreter.device_tables), with CPU tensors standing in for device ones:
+"""Pointer tables on a GPU (tdebug.interpreter.semantics.device_tables), with CPU tensors standing in for device ones:
 device addresses in an int64 table map to the launch's host copies and back, a stale entry is left alone."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tdebug.interpreter import device_tables
+from tdebug.interpreter.semantics import device_tables
 
 
 def host_copy(t: torch.Tensor) -> torch.Tensor:

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tdebug.interpreter.bf16 import bf16_to_fp32, fp32_to_bf16, fp64_to_fp32_odd
-from tdebug.interpreter.fma import fused, round_to_odd, values64
+from tdebug.interpreter.semantics.bf16 import bf16_to_fp32, fp32_to_bf16, fp64_to_fp32_odd
+from tdebug.interpreter.semantics.fma import fused, round_to_odd, values64
 
 DTYPES = ("fp32", "fp16", "bf16")
 SIGNIFICAND = {"fp32": 24, "fp16": 11, "bf16": 8}

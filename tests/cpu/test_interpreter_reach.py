@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from tdebug.interpreter.bf16 import decode, encode, fp32_to_bf16
-from tdebug.interpreter.grid import GridError, normalize_grid
+from tdebug.interpreter.semantics.bf16 import decode, encode, fp32_to_bf16
+from tdebug.interpreter.semantics.grid import GridError, normalize_grid
 from tdebug.interpreter.unsupported import NotRunnable, unsupported_reason
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +121,7 @@ def test_a_catalogue_kernel_passes_in_bf16():
 def test_a_product_plus_an_addend_is_rounded_once_like_the_gpus_fma():
     from types import SimpleNamespace
 
-    from tdebug.interpreter.fma import fused
+    from tdebug.interpreter.semantics.fma import fused
 
     def handle(value, name):
         return SimpleNamespace(data=np.array([value], dtype=np.float32), dtype=SimpleNamespace(name=name))
@@ -134,7 +134,7 @@ def test_a_product_plus_an_addend_is_rounded_once_like_the_gpus_fma():
 
 
 def test_libdevice_rounding_modes_and_conversions():
-    from tdebug.interpreter.libdevice import NUMPY
+    from tdebug.interpreter.semantics.libdevice import NUMPY
 
     one, three = np.array([1.0], dtype=np.float32), np.array([3.0], dtype=np.float32)
     down, up = NUMPY["div_rd"](one, three)[0], NUMPY["div_ru"](one, three)[0]

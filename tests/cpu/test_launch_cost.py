@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 from triton.runtime import interpreter
 
-from tdebug.interpreter import grid_loop, versions
+from tdebug.interpreter import versions
+from tdebug.interpreter.batched import grid_loop
 
 
 def _home_after(restore, args_dev: list, args_hst: list, kwargs: dict, kwargs_hst: dict) -> list[list[float]]:

@@ -370,8 +370,8 @@ def _foreign_writes(source: str, path: Path, libraries: bool = False) -> list[st
 
 
 def test_no_module_writes_another_modules_global():
-    """A module's state is written by that module only (its functions: program_axis.set_current(),
-    overflow.set_strict(), ...): a launch can be followed through the engine by reading who calls them.
+    """A module's state is written by that module only (its functions: overflow.set_strict(), ...; a launch's
+    state lives on its launch.Launch): a launch can be followed through the engine by reading who calls them.
     versions.py alone patches other modules (Triton's, by its declared table)."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -398,10 +398,10 @@ LIBRARY_WRITES = {
     # a worker the script spawns is followed (its command line starts tdebug's child first)
     "runtime/follow.py": {"spawn.get_command_line"},
     # pdb's condition, evaluated in the kernel's frame, reaches the pid filter through builtins
-    "interpreter/breakpoints.py": {"builtins.__tdebug_pid_matches__"},
+    "interpreter/hooks/breakpoints.py": {"builtins.__tdebug_pid_matches__"},
     # the engine names the program it runs, as Triton's own grid loop does (tl.program_id reads it)
-    "interpreter/grid_loop.py": {"interpreter_builder.grid_idx"},
-    "interpreter/program_axis.py": {"builder.grid_idx"},
+    "interpreter/batched/grid_loop.py": {"interpreter_builder.grid_idx"},
+    "interpreter/batched/program_axis.py": {"builder.grid_idx"},
     # the probe past the grid: the session's set_grid_idx / set_grid_dim (a versions.patch) name its program
     "sanitize/session.py": {"interpreter_builder.?"},
     # the divergence check's compiled run: Triton's constexpr functions as compiled Triton has them, in its knob scope
@@ -437,7 +437,7 @@ def test_a_write_into_another_module_is_caught():
     path = PACKAGE / "sanitize" / "session.py"
     planted = ("from ..interpreter import memory_guard, overflow, program_axis\n"
                "from ..interpreter.patches import STATE\n"
-               "import tdebug.interpreter.grid_loop as grid_loop\n"
+               "import tdebug.interpreter.batched.grid_loop as grid_loop\n"
                "def f(batch):\n"
                "    program_axis.CURRENT = batch\n"
                "    memory_guard.STANDS_ASIDE[0] = True\n"
@@ -446,7 +446,7 @@ def test_a_write_into_another_module_is_caught():
                "    setattr(grid_loop, 'FORCE_SERIAL', True)\n"
                "    del program_axis.PER_LANE\n"
                "    grid_loop.FORCE_SERIAL.append('why')\n"
-               "    program_axis.set_current(batch)\n"  # through the owner's function: allowed
+               "    overflow.set_strict(True)\n"  # through the owner's function: allowed
                "    y = program_axis.CURRENT\n")
     assert sorted(_foreign_writes(planted, path)) == [
         "10: program_axis.PER_LANE", "11: grid_loop.FORCE_SERIAL", "5: program_axis.CURRENT",
@@ -462,9 +462,9 @@ def test_a_write_into_another_module_is_caught():
 # copies); repro counts the sanitizer's findings of a launch after the sanitizer's end; follow and serialise
 # hold a lock or hand a launch to another process; launch_clock times all of tdebug's work in a launch.
 LAUNCH_WRAPPERS = {
-    "GridExecutor.__call__": {"interpreter/grid_loop.py", "sanitize/session.py", "runtime/reproducers.py",
+    "GridExecutor.__call__": {"interpreter/batched/grid_loop.py", "sanitize/session.py", "runtime/reproducers.py",
                               "runtime/follow.py", "interpreter/patches.py"},
-    "GridExecutor._init_args_hst": {"interpreter/grid_loop.py", "sanitize/session.py"},
+    "GridExecutor._init_args_hst": {"interpreter/batched/grid_loop.py", "sanitize/session.py"},
 }
 
 

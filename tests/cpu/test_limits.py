@@ -1,4 +1,4 @@
-"""The size caps (interpreter/limits.py) stop a launch over them, naming its kernel, on both engines: the
+"""The size caps (interpreter/hooks/limits.py) stop a launch over them, naming its kernel, on both engines: the
 kernel's name and tensors come from the launch grid_loop makes once (grid_loop.current_launch())."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys
 import torch, triton, triton.language as tl
-from tdebug.interpreter import limits, patches
+from tdebug.interpreter.hooks import limits
+from tdebug.interpreter import patches
 
 @triton.jit
 def add_one(x_ptr, n, BLOCK: tl.constexpr):

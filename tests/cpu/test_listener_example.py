@@ -16,7 +16,8 @@ SCRIPT = """
 import json, sys
 import numpy as np
 import torch, triton, triton.language as tl
-from tdebug.interpreter import grid_loop, patches
+from tdebug.interpreter.batched import grid_loop
+from tdebug.interpreter import patches
 import bytes_loaded
 
 @triton.jit

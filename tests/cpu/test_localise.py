@@ -209,7 +209,7 @@ def test_error_picture_marks_wrong_unwritten_and_labels_each_tile(tmp_path):
 def test_replayed_stores_give_last_writer_overwrites_and_atomic_contributors():
     import torch
 
-    from tdebug.interpreter.stores import ArgView, LaunchStores, StorageInfo, StoreRecord, StoreRecorder
+    from tdebug.interpreter.hooks.stores import ArgView, LaunchStores, StorageInfo, StoreRecord, StoreRecorder
     from tdebug.runtime.localise import localise
     from tdebug.runtime.store_maps import writer_maps
 
@@ -239,7 +239,7 @@ def test_replayed_stores_give_last_writer_overwrites_and_atomic_contributors():
 
 
 def test_break_takes_file_and_line_for_a_kernel_the_target_imports(monkeypatch):
-    from tdebug.interpreter.breakpoints import BreakpointError, resolve_breaks
+    from tdebug.interpreter.hooks.breakpoints import BreakpointError, resolve_breaks
     from tdebug.runtime.localise import run_command
 
     monkeypatch.chdir(ROOT)

@@ -1,4 +1,4 @@
-"""The engine's memory events (tdebug.interpreter.memory_events): every load, store and atomic reaches the checks
+"""The engine's memory events (tdebug.interpreter.hooks.memory_events): every load, store and atomic reaches the checks
 as one Access, outermost listener first; a listener narrows the mask the ones inside it see, or refuses the op."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json, os
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np
 import torch, triton, triton.language as tl
-from tdebug.interpreter import memory_events
+from tdebug.interpreter.hooks import memory_events
 from tdebug.runtime.recipe import Recipe, install
 from tdebug.sanitize.session import SanitizerSession
 

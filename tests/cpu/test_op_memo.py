@@ -1,4 +1,4 @@
-"""tdebug.interpreter.op_memo: builtins answered by replaying their recorded builder calls give the same outputs
+"""tdebug.interpreter.fast.op_memo: builtins answered by replaying their recorded builder calls give the same outputs
 (bit for bit) and the same errors (an int32 overflow that only a later iteration hits, a type error) as Triton's
 own front end, on fresh random inputs; and the memo does answer most of a loop's calls."""
 
@@ -41,7 +41,7 @@ def test_pointers_into_global_memory_are_keyed_on_every_triton():
 
     import triton.language as tl
 
-    from tdebug.interpreter import op_memo
+    from tdebug.interpreter.fast import op_memo
 
     assert op_memo._global(tl.pointer_type(tl.float32))
     assert op_memo._global(tl.block_type(tl.pointer_type(tl.int64), [4]).scalar)

@@ -87,7 +87,7 @@ def test_comparison_chain_as_the_compiler_reads_it():
 def test_rewrite_replaces_python_operators(source, expected):
     import ast
 
-    from tdebug.interpreter import boolops
+    from tdebug.interpreter.semantics import boolops
 
     tree = boolops.rewrite(ast.parse(source))
     assert expected in ast.unparse(tree)

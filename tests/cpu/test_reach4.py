@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tdebug.interpreter import prescan
+from tdebug.interpreter.batched import prescan
 from tdebug.interpreter.versions import TRITON
 from tdebug.sanitize.jobs import sanitize_job
 from tdebug.sanitize.sweep import sanitize_script

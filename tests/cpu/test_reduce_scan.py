@@ -1,4 +1,4 @@
-"""interpreter/reduce_scan.py: a kernel's own combine function in tl.reduce / tl.associative_scan run on lanes at
+"""interpreter/fast/reduce_scan.py: a kernel's own combine function in tl.reduce / tl.associative_scan run on lanes at
 once gives Triton's per-element loop's values bit for bit (on both engines, fresh inputs every run), in far fewer
 calls where it can (a verified parallel prefix, a fold over the other axes), and Triton's loop where it cannot
 (a combine function that is not associative on the values, Python control flow on its scalars)."""

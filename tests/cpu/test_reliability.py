@@ -282,7 +282,7 @@ def test_executor_serial_in_capitals_runs_serially_and_verbose_zero_is_off(tmp_p
                       "def k(x_ptr, n, B: tl.constexpr):\n    o = tl.program_id(0) * B + tl.arange(0, B)\n"
                       "    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n) + 1, mask=o < n)\n\n"
                       "x = torch.randn(1000)\nk[(8,)](x, 1000, B=128)\n"
-                      "from tdebug.interpreter.grid_loop import STATS, executor\n"
+                      "from tdebug.interpreter.batched.grid_loop import STATS, executor\n"
                       "print('EXECUTOR', executor(), STATS.batches)\n")
     p = tdebug("run", str(script), env={"TDEBUG_EXECUTOR": "SERIAL", "TDEBUG_VERBOSE": "0"})
     assert p.returncode == 0 and "EXECUTOR serial 0" in p.stdout, p.stdout + p.stderr
@@ -294,7 +294,7 @@ def test_a_builtin_whose_name_is_no_string_is_memoised_without_an_internal_error
     be set to a string object" at op_memo.py:471, on SGLang's attention and MoE kernels)."""
     import triton.language as tl
 
-    from tdebug.interpreter import op_memo
+    from tdebug.interpreter.fast import op_memo
 
     class Builtin:  # a builtin need not be a function: a flagged callable whose __name__ answers a constexpr
         __triton_builtin__ = True

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from tdebug.catalogue.poison import Allocations
-from tdebug.interpreter import stores
-from tdebug.interpreter.stores import Affine, _shared_rows
+from tdebug.interpreter.hooks import stores
+from tdebug.interpreter.hooks.stores import Affine, _shared_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "cpu" / "data" / "retained_memory.py"

@@ -1,13 +1,13 @@
 """fp32 tl.dot as compiled Triton runs it: at TF32 input precision by default (operands truncated to 10 mantissa
-bits), full fp32 for `ieee` and `tf32x3` (interpreter/tf32.py). Found on an H200: fp32 dot kernels whose own checks
-failed compiled passed under the interpreter (results/gpu-verdict-parity.md)."""
+bits), full fp32 for `ieee` and `tf32x3` (interpreter/semantics/tf32.py). Found on an H200: fp32 dot kernels whose
+own checks failed compiled passed under the interpreter (results/gpu-verdict-parity.md)."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tdebug.interpreter.tf32 import truncate_to_tf32
+from tdebug.interpreter.semantics.tf32 import truncate_to_tf32
 from tdebug.sanitize.jobs import sanitize_job
 from tdebug.sanitize.sweep import sanitize_script
 

@@ -5,7 +5,7 @@ import torch
 from edge_tile_bias import bias_add
 
 import tdebug
-from tdebug.interpreter.stores import RECORDER
+from tdebug.interpreter.hooks.stores import RECORDER
 
 RECORDER.max_lanes = 1000
 gen = torch.Generator().manual_seed(0)

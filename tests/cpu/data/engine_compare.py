@@ -12,7 +12,8 @@ os.environ["TRITON_INTERPRET"] = "1"
 import torch  # noqa: E402
 
 from tdebug.catalogue.poison import poisoned_empty  # noqa: E402
-from tdebug.interpreter import grid_loop, stores  # noqa: E402
+from tdebug.interpreter.batched import grid_loop
+from tdebug.interpreter.hooks import stores  # noqa: E402
 
 KEYS = ("out", "findings", "error", "records")
 

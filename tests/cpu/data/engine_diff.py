@@ -21,7 +21,9 @@ from engine_compare import _bits, _records, _same, run_scenario  # noqa: E402
 from tdebug.catalogue.cases import plan_cases  # noqa: E402
 from tdebug.catalogue.poison import poisoned_empty  # noqa: E402
 from tdebug.catalogue.spec import load_target  # noqa: E402
-from tdebug.interpreter import batch_memory, grid_loop, patches, stores  # noqa: E402
+from tdebug.interpreter import patches
+from tdebug.interpreter.batched import batch_memory, grid_loop
+from tdebug.interpreter.hooks import stores  # noqa: E402
 from tdebug.runtime.worker import judged_spec  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402
 

@@ -318,7 +318,7 @@ def bf16_reductions_kernel(x_ptr, sum_ptr, max_ptr, scan_ptr, N: tl.constexpr):
 
 
 def scenario_bf16_reductions(seed: int):
-    """Reductions and scans on bf16: computed on fp32 values and rounded back once (interpreter/bf16.py)."""
+    """Reductions and scans on bf16: computed on fp32 values and rounded back once (interpreter/semantics/bf16.py)."""
     x = _rand(seed, 7, 64, dtype=torch.bfloat16)
     sums = torch.empty(7, dtype=torch.bfloat16)
     maxes = torch.empty(7, dtype=torch.bfloat16)

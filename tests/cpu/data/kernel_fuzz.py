@@ -825,7 +825,8 @@ class Runner:
     """Runs kernels under both engines in this process (patches, store records and a sanitizer installed once)."""
 
     def __init__(self) -> None:
-        from tdebug.interpreter import patches, stores
+        from tdebug.interpreter import patches
+        from tdebug.interpreter.hooks import stores
         from tdebug.sanitize.session import SanitizerSession
 
         patches.install()

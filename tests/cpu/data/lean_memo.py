@@ -1,7 +1,7 @@
 """Runs kernels that call @jit helpers (their own module's, tl.max / tl.sum / tl.cdiv from Triton's standard
 library, and a builtin through a module-level alias) in a loop, under tdebug's patches, and prints as JSON: a
 digest of the outputs, how often Triton's _patch_lang ran, and which tl names hold Triton's builtins after the
-launches. With LEAN=0 tdebug's lean.py is left out (test_lean.py compares the two)."""
+launches. With LEAN=0 tdebug's launch_memo.py is left out (test_launch_memo.py compares the two)."""
 
 import hashlib
 import json
@@ -15,7 +15,8 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.runtime import interpreter  # noqa: E402
 
-from tdebug.interpreter import lean, patches, versions  # noqa: E402
+from tdebug.interpreter import patches, versions  # noqa: E402
+from tdebug.interpreter.fast import launch_memo
 
 CALLS = []
 
@@ -30,7 +31,7 @@ def counting(original):
 
 versions.patch(interpreter, "_patch_lang", counting, layer="probe")  # innermost: what really patches tl
 if os.environ.get("LEAN") == "0":
-    lean.install = lambda: None
+    launch_memo.install = lambda: None
 patches.install()
 
 as_float = tl.cast  # a builtin through a module-level alias (aliases.py patches it per launch)

@@ -1,8 +1,8 @@
-"""Runs kernels through Triton's front end under tdebug's patches, with lean_ops.py's shortcuts (LEAN_OPS=1) or
-without them (LEAN_OPS=0), and prints as JSON what test_lean_ops.py compares: a digest of the outputs (fp32,
-bf16, fp16 promotion, int32 index arithmetic, splats and broadcasts), the errors that kernels with type errors
-and an int32 overflow raise, and computation_type_impl's answers (the type's name, or the error) for pairs of
-dtypes, asked twice so the second answer comes from the memo."""
+"""Runs kernels through Triton's front end under tdebug's patches, with front_end_shortcuts.py's shortcuts
+(LEAN_OPS=1) or without them (LEAN_OPS=0), and prints as JSON what test_front_end_shortcuts.py compares: a
+digest of the outputs (fp32, bf16, fp16 promotion, int32 index arithmetic, splats and broadcasts), the errors
+that kernels with type errors and an int32 overflow raise, and computation_type_impl's answers (the type's name,
+or the error) for pairs of dtypes, asked twice so the second answer comes from the memo."""
 
 import hashlib
 import json
@@ -15,10 +15,11 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from tdebug.interpreter import lean_ops, patches, versions  # noqa: E402
+from tdebug.interpreter import patches, versions  # noqa: E402
+from tdebug.interpreter.fast import front_end_shortcuts
 
 if os.environ.get("LEAN_OPS") == "0":
-    lean_ops.install = lambda: None
+    front_end_shortcuts.install = lambda: None
 patches.install()
 
 

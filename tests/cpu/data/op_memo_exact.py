@@ -1,5 +1,5 @@
 """Runs kernels whose builtins are called again and again (loops) under tdebug's patches, with the front-end memo
-(OP_MEMO=1: interpreter/op_memo.py replays a builtin's builder calls) or without it (OP_MEMO=0), and prints as
+(OP_MEMO=1: interpreter/fast/op_memo.py replays a builtin's builder calls) or without it (OP_MEMO=0), and prints as
 JSON what test_op_memo.py compares: a digest of the outputs (fp32/bf16/fp16 arithmetic, Python int and float
 operands that change every iteration, -0.0 and 0.0 and NaN constants, one tensor used as both operands and then
 two, casts, where/maximum/exp/sqrt, broadcasts, fused multiply-adds, masked loads and stores, atomics), the
@@ -17,7 +17,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from tdebug.interpreter import op_memo, patches  # noqa: E402
+from tdebug.interpreter import patches  # noqa: E402
+from tdebug.interpreter.fast import op_memo
 
 if os.environ.get("OP_MEMO") == "0":
     op_memo.install = lambda: None

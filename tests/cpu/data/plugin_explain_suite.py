@@ -25,7 +25,7 @@ def test_scale():
 
 
 def test_scale_too_large_to_record():
-    from tdebug.interpreter.stores import RECORDER
+    from tdebug.interpreter.hooks.stores import RECORDER
 
     RECORDER.max_lanes = 100  # the launch stores 300 lanes (this test's own process: the plugin forks each test)
     x = torch.rand(300) + 1.0

@@ -1,5 +1,5 @@
 """Loops whose trip count differs between programs, for the batched engine's predicated loops
-(tdebug/interpreter/predicated_loops.py): carried accumulators, accesses that only a program's own bound keeps
+(tdebug/interpreter/batched/predicated_loops.py): carried accumulators, accesses that only a program's own bound keeps
 inside its tensor, programs with no iteration, nested loops, a data-dependent bound, asserts, NaNs and choices
 that the programs past their bound would get wrong, loop-carried Python numbers (which predication gives up on),
 a real error raised while other programs are past their bound, an atomic and a store inside the loop.

@@ -1,7 +1,8 @@
 """Kernels whose tl.reduce / tl.associative_scan take their own combine function (test_reduce_scan.py): each case
 prints a digest of its outputs and how many times its combine function ran, as JSON. argv[1]: `plain` (Triton's
 interpreter as it is), `tdebug` (tdebug's interpreter patches) or `tdebug-loop` (the same without
-interpreter/reduce_scan.py: Triton's per-element loop for every combine function); TDEBUG_EXECUTOR picks the engine."""
+interpreter/fast/reduce_scan.py: Triton's per-element loop for every combine function); TDEBUG_EXECUTOR picks the
+engine."""
 
 import hashlib
 import json
@@ -10,7 +11,8 @@ import sys
 
 os.environ["TRITON_INTERPRET"] = "1"
 if sys.argv[1:2] in (["tdebug"], ["tdebug-loop"]):
-    from tdebug.interpreter import patches, reduce_scan
+    from tdebug.interpreter import patches
+    from tdebug.interpreter.fast import reduce_scan
 
     if sys.argv[1] == "tdebug-loop":
         reduce_scan.install = lambda: None

@@ -12,7 +12,9 @@ from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "1"
 
-from tdebug.interpreter import grid_loop, limits, memory_events, patches, program_axis, stores, versions  # noqa: E402
+from tdebug.interpreter import patches, versions  # noqa: E402
+from tdebug.interpreter.batched import grid_loop, program_axis
+from tdebug.interpreter.hooks import limits, memory_events, stores
 from tdebug.runtime.follow import Follower, serialise_launches  # noqa: E402
 from tdebug.runtime.reproducers import ReproWriter  # noqa: E402
 from tdebug.sanitize.session import SanitizerSession  # noqa: E402

@@ -1,0 +1,200 @@
+"""Three memoisations in Triton's per-op and per-launch interpreter path, with unchanged results: the language is
+patched once per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv
+and user helpers), the builtins it patches are listed once rather than with inspect.getmembers at every launch,
+and `_get_np_dtype` answers from a table instead of building a 19-entry dict on each call. And one shortcut in
+the rewrite of each jit function (once per function and process): its file and `def` line read from the source
+lines Python keeps, where Triton builds a whole JITFunction (signature, source, hashing) to learn them.
+
+Why the first is exact: Triton's `_patch_lang(fn)` swaps the builtins of the `tl` modules that fn's module
+can see for interpreted versions, and a device-function call (`InterpretedFunction.__call__`) runs it again
+and drops the scope it returns (its changes stay until the launch's own scope is restored). What it does
+depends on fn's module globals only, and nothing puts those names back before the launch ends, so a repeat
+for a module already patched in this launch re-sets attributes to equivalent values: it is skipped (the
+call gets an empty scope, which it drops anyway). The launch's own call, and every call outside a launch,
+run as before. tdebug's alias patch (aliases.py) wraps `_patch_lang` inside this one and is skipped with it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from collections import deque
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any
+
+from ..batched.grid_loop import current_launch
+from ..versions import patcher
+
+patch = patcher("launch_memo")
+
+
+@dataclass
+class _Launch:
+    """The module globals (by id) whose language is patched during the running launch."""
+
+    patched: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _State:
+    device_call: bool = False  # set by InterpretedFunction.__call__ for the _patch_lang call it makes first
+
+
+_STATE = _State()
+
+
+def _running() -> _Launch | None:
+    """The running launch's patched modules (grid_loop's Launch keeps them); None outside a launch: every
+    _patch_lang call runs."""
+    launch = current_launch()
+    return None if launch is None else launch.part("launch_memo", _Launch)
+
+
+def _mark_device_call(original):
+    def __call__(*args, **kwargs):
+        _STATE.device_call = True
+        return original(*args, **kwargs)
+
+    return __call__
+
+
+def _once_per_launch(original):
+    from triton.runtime import interpreter
+
+    def _patch_lang(fn):
+        device_call, _STATE.device_call = _STATE.device_call, False
+        launch = _running()
+        if launch is None:
+            return original(fn)
+        key = id(fn.__globals__)
+        if device_call and key in launch.patched:
+            return interpreter._LangPatchScope()  # already patched in this launch; the caller drops it
+        scope = original(fn)
+        launch.patched.add(key)
+        return scope
+
+    return _patch_lang
+
+
+@dataclass
+class _Listing:
+    """A package's builtins as listed at a launch's patching, and what patching them set, per patching context."""
+
+    pkg: Any
+    size: int  # len(vars(pkg)) when listed
+    members: list[tuple[str, Any]]  # (name, Triton's builtin)
+    # (executor, then _patch_attr, semantic, builder by id) -> (those three, the value set per member)
+    patched: dict[tuple, tuple] = field(default_factory=dict)
+    names: tuple[str, ...] = ()  # the members' names, in order
+    builtins: tuple[Any, ...] = ()  # and their builtins
+    changes: tuple[tuple, ...] = ()  # (pkg, name, builtin) per member: what scope.set_attr records
+
+    def __post_init__(self) -> None:
+        self.names = tuple(name for name, _ in self.members)
+        self.builtins = tuple(member for _, member in self.members)
+        self.changes = tuple((self.pkg, name, member) for name, member in self.members)
+
+    def unchanged(self) -> bool:
+        """Is every member still pkg's attribute (Triton's original builtin, not patched over)?"""
+        now = map(getattr, repeat(self.pkg), self.names, repeat(None))
+        return all(map(operator.is_, now, self.builtins))
+
+
+def _builtins_listed_once(original):
+    """Triton's `_patch_builtin(pkg, builder, scope)` lists pkg's members with inspect.getmembers (every
+    attribute of tl, tl.tensor, tl.math: sorted, classes walked through their MRO) at every launch and hands each
+    builtin to `_patch_attr`. The builtins are the same objects launch after launch: listed at a launch's own
+    patching, while pkg holds Triton's originals, and handed over again at later launches' while every one is
+    still pkg's attribute and pkg has gained or lost none (else listed anew). What `_patch_attr` (Triton's, under
+    op_memo's) sets for a builtin depends on the builtin, the executor, the interpreter's semantic and builder
+    only: the values one launch set are set again by later launches in the same context, each recorded in the
+    scope as `_patch_attr` records it. Any other call (a device function's module patched inside a launch, pkg
+    patched already in this scope, a call outside a launch) sees swapped attributes, or may: Triton's own
+    listing runs."""
+    from triton.language import core
+    from triton.runtime import interpreter
+
+    from ..batched.grid_loop import executor
+
+    listed: dict[int, _Listing] = {}
+
+    def _patch_builtin(pkg, builder, scope):
+        launch = _running()
+        if launch is None or launch.patched or any(obj is pkg for obj, _, _ in scope._changes):
+            return original(pkg, builder, scope)
+        entry = listed.get(id(pkg))
+        size = len(vars(pkg))
+        if entry is None or entry.pkg is not pkg or entry.size != size or not entry.unchanged():
+            members = [(name, member) for name, member in inspect.getmembers(pkg) if core.is_builtin(member)]
+            same = entry is not None and entry.pkg is pkg and len(members) == len(entry.members) and all(
+                a == c and b is d for (a, b), (c, d) in zip(members, entry.members))
+            # pkg gained an attribute that is no builtin (a submodule imported at a first launch): values kept
+            entry = listed[id(pkg)] = _Listing(pkg, size, members, entry.patched if same else {})
+        context = (interpreter._patch_attr, interpreter.interpreter_semantic, builder)
+        key = (executor(),) + tuple(id(x) for x in context)
+        found = entry.patched.get(key)
+        if found is not None and all(a is b for a, b in zip(found[0], context)):
+            # What scope.set_attr records and sets for each member in turn (member is pkg's attribute), the
+            # records made first: nothing between the two reads them.
+            scope._changes.extend(entry.changes)
+            deque(map(setattr, repeat(pkg), entry.names, found[1]), maxlen=0)
+            return
+        start = len(scope._changes)
+        for name, member in entry.members:
+            interpreter._patch_attr(pkg, name, member, builder, scope)
+        # Kept only when the pass set each builtin once, in order, over Triton's original (nothing else changed)
+        if scope._changes[start:] == [(pkg, name, member) for name, member in entry.members]:
+            entry.patched[key] = (context, [getattr(pkg, name) for name, _ in entry.members])
+
+    return _patch_builtin
+
+
+def _memo_np_dtype(original):
+    table: dict[tuple[type, str], Any] = {}
+
+    def _get_np_dtype(tt_dtype):
+        # Its answer depends on the type's class and name only (block types name their shape and element).
+        try:
+            key = (type(tt_dtype), tt_dtype.name)
+        except AttributeError:
+            return original(tt_dtype)
+        found = table.get(key)
+        if found is None:
+            found = table[key] = original(tt_dtype)
+        return found
+
+    return _get_np_dtype
+
+
+def _file_line_from_source(original):
+    """FunctionRewriter._get_jit_fn_file_line: Triton's answer is JITFunction(fn)'s file (fn.__code__'s) and the
+    line of the first `def ` line of fn's source block (inspect.getsourcelines: from co_firstlineno, the first
+    decorator's line, on); the same read from linecache's lines of that file. A function whose source is not a
+    plain function's (wrapped, no file lines, no such line) goes to Triton's own."""
+    import linecache
+
+    def _get_jit_fn_file_line(self):
+        fn = getattr(self, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if code is None or hasattr(fn, "__wrapped__"):
+            return original(self)
+        lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
+        first = code.co_firstlineno
+        for number in range(first, min(len(lines), first + 200) + 1):
+            if lines[number - 1].strip().startswith("def "):
+                return code.co_filename, number
+        return original(self)
+
+    return _get_jit_fn_file_line
+
+
+def install() -> None:
+    """After aliases.install: the once-per-launch check wraps the alias patch too."""
+    from triton.runtime import interpreter
+
+    patch(interpreter, "_get_np_dtype", _memo_np_dtype)
+    patch(interpreter, "_patch_builtin", _builtins_listed_once)
+    patch(interpreter.InterpretedFunction, "__call__", _mark_device_call)
+    patch(interpreter, "_patch_lang", _once_per_launch)
+    patch(interpreter.FunctionRewriter, "_get_jit_fn_file_line", _file_line_from_source)

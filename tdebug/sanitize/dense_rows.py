@@ -1,0 +1,211 @@
+"""The sanitizer's checker on dense rows: a batched access whose every program reads or writes one run of
+elements (a row per program) is checked and recorded on strided views of the shadow tables, not lane by lane."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..interpreter.batched.batch_memory import RowGroups, Rows, program_layout
+from .shadow import NONE, Shadow
+
+_RUN_CHECK_LANES = 1 << 18  # lanes per pass of _evenly_spaced_runs (temporaries that stay in cache)
+
+
+def _evenly_spaced_runs(addrs: np.ndarray, a0: int, step: int, es: int) -> bool:
+    """Is every lane (program i, lane j) of addrs (uint64, programs x lanes) at a0 + i * step + j * es?"""
+    count, n = addrs.shape
+    pattern = np.arange(n, dtype=np.uint64) * np.uint64(es)
+    rows = max(1, _RUN_CHECK_LANES // max(1, n))
+    for r in range(0, count, rows):
+        chunk = addrs[r:r + rows]
+        firsts = np.uint64(a0) + np.uint64(step) * np.arange(r, r + chunk.shape[0], dtype=np.uint64)
+        if not (np.subtract(chunk, firsts[:, None]) == pattern).all():
+            return False
+    return True
+
+
+def _evenly_spaced(values: np.ndarray, step: int) -> bool:
+    """values[i] == values[0] + i * step for every i (uint64, wrapping as the addresses do)."""
+    return bool((np.subtract(values, values[0]) == np.uint64(step) * np.arange(values.size, dtype=np.uint64)).all())
+
+
+def own_rows(table: np.ndarray, programs: np.ndarray) -> bool:
+    """Every element of a (programs, run) view of a program table untouched or the row's own program's."""
+    return bool(((table == programs[:, None]) | (table < 0)).all())
+
+
+class DenseRows:
+    """LaunchChecker's dense-rows path (a part of that class, kept here: its state is the checker's)."""
+
+    # -- dense rows: every program one run of elements (a row per program), done on strided views ------------
+    def _dense(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None) -> bool:
+        """Check a batched load or store whose programs each reach one dense run of one storage's elements, the
+        runs evenly spaced and disjoint (Rows), or so in each group of consecutive programs (RowGroups: a 2-D grid
+        run with its outer axis first, as the serial engine runs it, its inner axis across the runs: the heads of
+        one query block), with (programs, run) views of the shadow tables instead of per-lane index arrays. Only an
+        access that finds nothing is done here, leaving the tables as the lane by lane path would; False (nothing
+        changed): take that path."""
+        found = self._rows(kind, ptrs, mask, origin, self._programs.size)
+        if found is not None:
+            s, rows = found
+            parts = [(self._programs, rows)]
+            resolved: Rows | RowGroups = rows
+        else:
+            grouped = self._row_groups(kind, ptrs, mask, origin)
+            if grouped is None:
+                return False
+            s, resolved = grouped
+            parts = [(self._programs[begin:end], rows) for begin, end, rows in resolved.parts()]
+        if not self._rows_update(kind, s, parts):
+            return False
+        self.resolved = (s, True, resolved, None)
+        return True
+
+    def _row_groups(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
+                    origin: int | None) -> tuple[Shadow, RowGroups] | None:
+        """The access as Rows in each of its equal groups of consecutive programs (one storage, the runs of all
+        groups disjoint), when the programs' first lanes run evenly for a while and then start again; else None."""
+        count = self._programs.size
+        if kind == "atomic" or count < 4 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
+                or not ptrs.flags.c_contiguous:
+            return None
+        firsts = ptrs.reshape(count, -1)[:, 0].view(np.int64)
+        steps = np.diff(firsts)
+        breaks = np.flatnonzero(steps != steps[0])
+        size = int(breaks[0]) + 1 if breaks.size else count
+        if size < 2 or size == count or count % size:
+            return None
+        every = ptrs.reshape(count, -1)
+        shared_mask = None if mask is None else np.broadcast_to(mask, ptrs.shape).reshape(count, -1)
+        groups, storage = [], None
+        for i in range(0, count, size):
+            found = self._rows(kind, every[i:i + size], None if shared_mask is None else shared_mask[i:i + size],
+                               origin, size)
+            if found is None or (storage is not None and found[0] is not storage):
+                return None
+            storage = found[0]
+            groups.append(found[1])
+        if kind == "store":  # runs of two groups that overlap: the lane by lane path tells who races
+            starts = np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in groups])
+            ends = starts + np.repeat([r.n for r in groups], size)  # each group's runs are its own length
+            order = np.argsort(starts, kind="stable")
+            if (ends[order][:-1] > starts[order][1:]).any():
+                return None
+        return storage, RowGroups(tuple(groups), size)
+
+    def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None,
+              count: int) -> tuple[Shadow, Rows] | None:
+        """The access (`count` programs, a row of ptrs each) as Rows of one storage, when it is one (checked on
+        every active lane), else None."""
+        if kind == "atomic" or count < 2 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
+                or not ptrs.flags.c_contiguous:
+            return None
+        width = ptrs.size // count
+        start, stop = 0, width
+        if mask is not None:  # the same lanes active in every program, one run of them
+            shared = np.broadcast_to(mask, ptrs.shape)
+            if shared.strides[0] == 0:
+                row = shared[0].reshape(-1)
+            elif mask.shape == ptrs.shape:  # (a view of a mask broadcast over some axes: reshape copies it)
+                every = mask.reshape(count, width)
+                row = every[0]
+                if not (every == row).all():
+                    return None
+            else:
+                return None
+            lanes = np.flatnonzero(row)
+            if not lanes.size or int(lanes[-1]) + 1 - int(lanes[0]) != lanes.size:
+                return None
+            start, stop = int(lanes[0]), int(lanes[-1]) + 1
+        n = stop - start
+        addrs = ptrs.reshape(count, width)[:, start:stop].view(np.uint64)
+        a0 = int(addrs[0, 0])
+        s = next((s for s in self._home(origin) or self.shadows if 0 <= a0 - s.ptr < s.nbytes), None)
+        if s is None or s.member_any is not None:
+            return None
+        es = s.elsize
+        step = int(addrs[1, 0]) - a0
+        if (a0 - s.ptr) % es or step % es or step < n * es or int(addrs[0, -1]) - a0 != (n - 1) * es \
+                or a0 + step * (count - 1) + n * es > s.ptr + s.nbytes:
+            return None
+        layout = program_layout(ptrs)
+        if layout is not None:  # made as a pointer per program plus shared offsets: a few numbers tell
+            if not _evenly_spaced(layout[0], step) or not _evenly_spaced(layout[1][start:stop], es):
+                return None
+        elif not _evenly_spaced_runs(addrs, a0, step, es):
+            return None
+        return s, Rows((a0 - s.ptr) // es, step // es, n, count, start, stop, width)
+
+    def _rows_update(self, kind: str, s: Shadow, parts: list[tuple[np.ndarray, Rows]]) -> bool:
+        """The shadow update of an access as Rows (each with its programs) that finds nothing (False, nothing
+        written: it may find something, the lane by lane path decides). Every part is checked before any is
+        written."""
+        checks = self.checks
+        race = "race" in checks and not self.one_program
+        if race and self.order is not None and self.order.active:
+            return False
+        if kind == "load":
+            if "uninit" in checks and s.maybe_cold and not all(rows.view(s.init).all() for _, rows in parts):
+                return False
+            if race:
+                if s.stored:  # its reads go into the reader table now (_readers)
+                    return False
+                for programs, rows in parts:
+                    self._defer_rows(s, rows, programs)
+            return True
+        if s.marks is None and s.written is not None:
+            return False
+        unwritten = [True] * len(parts)  # per part: no element of it has a writer in this launch yet
+        if race:
+            if s.atomic_by is not None:
+                return False
+            self._settle(s)  # as the lane by lane path does first: the same if it takes over
+            for i, (programs, rows) in enumerate(parts):
+                if s.writer is not None:
+                    before = rows.view(s.writer)
+                    unwritten[i] = int(before.max()) < 0
+                    if not unwritten[i] and not own_rows(before, programs):
+                        return False
+                if s.reader is not None:
+                    read = rows.view(s.reader)
+                    if int(read.max()) >= 0:
+                        if not own_rows(read, programs):
+                            return False
+                        if s.multi_reader is not None and (rows.view(s.multi_reader) & (read >= 0)).any():
+                            return False
+        if self.undo is not None and not s.stored:
+            self.undo.append((s, "stored", None))
+        s.stored = True
+        for (programs, rows), fresh in zip(parts, unwritten):
+            if race:
+                self._write_rows(s, "writer", rows, programs[:, None], NONE if fresh else None)
+            if s.maybe_cold:
+                self._write_rows(s, "init", rows, True, grows=True)
+            if s.marks is not None:
+                self._write_rows(s, "marks", rows, s.marked, grows=True)
+        return True
+
+    def _defer_rows(self, s: Shadow, rows: Rows, programs: np.ndarray) -> None:
+        """_defer's record of a Rows load: each program's first element and count."""
+        begin = rows.first + rows.step * np.arange(rows.programs, dtype=np.int64)
+        self._pend(s, (begin, np.full(rows.programs, rows.n, dtype=np.int64), programs, rows))
+
+    def _write_rows(self, s: Shadow, name: str, rows: Rows, value, was=None, grows: bool = False) -> None:
+        """_write through a Rows view: undoable while a batch runs (`was`: the one value every element held).
+        `grows`: the table's elements only go from 0 to `value` (init, the written marks), so a read tells
+        whether anything changes and, when none was set, what the undo keeps (no copy)."""
+        if grows and self.undo is not None and getattr(s, name) is not None:
+            view = rows.view(getattr(s, name))
+            if not view.any():
+                was = 0
+            elif (view == value).all():
+                return
+        if self.undo is not None and (id(s), name) not in self._made:
+            array = getattr(s, name)
+            if array is None:
+                self.undo.append((s, name, None))
+                self._made.add((id(s), name))
+            else:
+                view = rows.view(array)
+                self.undo.append((view, Ellipsis, view.copy() if was is None else was))
+        rows.view(s.table(name, self.pid_dtype))[...] = value
