@@ -44,6 +44,7 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_nan_origin"]["findings"] == ["nan"]
     assert runs["scenario_out_of_bounds"]["findings"] == ["bounds"]
     assert runs["scenario_uninitialised"]["findings"] == ["uninit"]
+    assert runs["scenario_written_by_an_earlier_launch"]["findings"] == ["uninit"]
     assert set(runs["scenario_races"]["findings"]) == {"race"}
     # Reads kept as runs until a store reaches their tensor: in place without a race, and a race across batches.
     assert runs["scenario_rows_in_place"]["findings"] == []

@@ -290,6 +290,17 @@ def scenario_uninitialised(seed: int):
     return out
 
 
+
+def scenario_written_by_an_earlier_launch(seed: int):
+    """A torch.empty tensor whose first rows one launch writes and whose every row the next reads: uninit only
+    past them (the marks an earlier launch left), the first launch's output untouched by torch."""
+    x = _rand(seed, 8 * 16)
+    half = torch.empty(8 * 16)
+    uninit_kernel[(5,)](x, half, BLOCK=16)
+    out = torch.empty(8 * 16)
+    uninit_kernel[(8,)](half, out, BLOCK=16)
+    return out
+
 @triton.jit
 def bf16_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
