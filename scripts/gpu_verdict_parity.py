@@ -33,6 +33,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tdebug.sanitize.combined import GPU_RUN  # noqa: E402 - the compiled run's own findings say so
+
 DATA = ROOT / "tests" / "cpu" / "data"
 GPU_SCRIPTS = ROOT / "tests" / "gpu" / "scripts"
 TIMEOUT = 150  # seconds per run: a case past it is a hang of that run
@@ -47,7 +50,6 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 # runs per op below).
 NOT_CASES = {"gpu_helpers.py", "run_story.py", "liger_rms_norm.py", "liger_op.py"}
 GPU_ONLY = {"divergence"}  # the compiled run against the interpreted one: a check only a GPU can make
-GPU_RUN = "the run on the GPU"  # tdebug.sanitize.combined.GPU_RUN: the compiled run's own findings
 LIGER_OPS = ["rms_norm", "layer_norm", "swiglu", "geglu", "cross_entropy", "softmax", "kl_div", "jsd", "rope", "flce"]
 
 

@@ -9,16 +9,16 @@ libdevice as Triton has it); its results are kept, and the interpreted ones put 
 the interpreter pass always did. In-place kernels are covered: both start from the snapshot.
 
 Compared per tensor argument: integers and booleans bit for bit, floats within `check`'s dtype tolerance (the
-interpreter is exact for bf16/fp8 elementwise, and fp32 sums may be ordered differently). Integers of a launch
-that converted floats to integers (a quantisation, `.to(tl.int8)`, a float stored through an int pointer) within
-one code: compiled fp32 `/`, `tl.sqrt`, `tl.exp` and the like are approximate (`div.full.f32`, `ex2.approx`; up to
-2 ulp), so a value within the float tolerance can land on the other side of a rounding boundary. Floats of a
-launch that read bf16 or fp16 tensors within that dtype's tolerance whatever the output's dtype: their sums are
-rounded to it step by step, in an order the compiled reduction need not share (an fp32 rstd from bf16 rows).
-A launch made while a CUDA graph is captured, or (pytest, keep="compiled") one over the size cap, runs compiled
-only, with a note that the interpreter did not check it. A storage a launch
+interpreter is exact for bf16/fp8 elementwise, and fp32 sums may be ordered differently). A storage a launch
 updated with atomics is compared within that tolerance too, and the finding says so: float accumulation order is
-free on a GPU. The differing elements are described from the interpreter's store records (runtime/localise.py):
+free on a GPU. Integers of a launch that converted floats to integers (a quantisation, `.to(tl.int8)`, a float
+stored through an int pointer) within one code: compiled fp32 `/`, `tl.sqrt`, `tl.exp` and the like are
+approximate (`div.full.f32`, `ex2.approx`; up to 2 ulp), so a value within the float tolerance can land on the
+other side of a rounding boundary. Floats of a launch that read bf16 or fp16 tensors within that dtype's tolerance
+whatever the output's dtype: their sums are rounded to it step by step, in an order the compiled reduction need
+not share (an fp32 rstd from bf16 rows). A launch made while a CUDA graph is captured, or (pytest,
+keep="compiled") one over the size cap, runs compiled only, with a note that the interpreter did not check it.
+The differing elements are described from the interpreter's store records (runtime/localise.py):
 which programs and store line wrote them, the pattern, the first differing element with both values, and the
 `tdebug run ... --break LINE --pid P` command that stops there. A kernel that cannot be compiled in the pass
 (what Triton says is kept) gets one note line: divergence not compared for it (`--check divergence` makes that
@@ -350,12 +350,8 @@ class DivergenceCheck:
         for p, s in storages.items():
             s.copy_(before[p])
         del before  # host memory: one copy of the launch's storages less held through the compiled run
-        self.busy = True
         try:
-            jit = compiled_function(fn.fn, getattr(fn, "kwargs", None))
-            call = {k: v for k, v in kwargs.items() if k != "warmup"}
-            with compiled_language():
-                jit.run(*args[1:], warmup=False, **call)
+            self._run_compiled(fn, args, kwargs)
             if torch.cuda.is_initialized():  # the compiled run's kernels done before its results are read
                 torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - what Triton says becomes the note; the pass goes on
@@ -368,13 +364,12 @@ class DivergenceCheck:
                     f"divergence not compared for {kernel}: Triton could not run it compiled from the interpreter "
                     f"pass ({type(exc).__name__}: {why})")))
             return out
-        finally:
-            self.busy = False
         self.compared += 1
         compiled = {p: _copy(s) for p, s in storages.items()}
         if self.keep != "compiled":
             for p, s in storages.items():
                 s.copy_(interpreted[p])
+        floor = _least_precise(t for _, t in named)
         seen: set[tuple] = set()
         for name, t in named:
             key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.size()), tuple(t.stride()), t.dtype)
@@ -388,7 +383,7 @@ class DivergenceCheck:
                 r.atomic for r in record.records for info in record.storages.values()
                 if info.device_ptr == p and r.storage == info.host_ptr))
             got, want = _view(compiled[p], t), _view(interpreted[p], t)
-            differ, rtol, atol = compare(got, want, atomic, from_floats, _least_precise(t for _, t in named))
+            differ, rtol, atol = compare(got, want, atomic, from_floats, floor)
             if differ.any():
                 self.report(self.finding(kernel, name, t, got, want, differ, rtol, atol, atomic))
         return out
@@ -409,6 +404,11 @@ class DivergenceCheck:
         """The launch run compiled, not interpreted: a note says it was not checked."""
         self.note(Finding(check="note", kernel=kernel, extra={"unchecked": "launch"}, message=(
             f"launch of {kernel} run compiled only, not checked by the interpreter: {why}")))
+        return self._run_compiled(fn, args, kwargs)
+
+    def _run_compiled(self, fn, args: tuple, kwargs: dict):
+        """The launch's kernel (an InterpretedFunction's run arguments) run compiled, with the language as compiled
+        Triton has it; launches it makes meanwhile are not intercepted."""
         jit = compiled_function(fn.fn, getattr(fn, "kwargs", None))
         self.busy = True
         try:
