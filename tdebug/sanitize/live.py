@@ -13,9 +13,7 @@ freed or never-allocated memory stays a finding, naming the table entry it came 
 
 from __future__ import annotations
 
-import gc
 import sys
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -114,7 +112,7 @@ class PointerReach:
         if self._live is not None:
             return
         by_storage: dict[int, tuple[int, list[torch.Tensor]]] = {}
-        for t in live_tensors():
+        for t in device_tables.live_device_tensors("cpu"):
             storage = t.untyped_storage()
             ptr, nbytes = storage.data_ptr(), storage.nbytes()
             if ptr and nbytes:
@@ -133,22 +131,6 @@ class PointerReach:
 
 def _distance(addr: int, lo: int, hi: int) -> int:
     return lo - addr if addr < lo else max(0, addr - hi + 1)
-
-
-def live_tensors() -> list[torch.Tensor]:
-    """Every strided CPU tensor the process holds a Python reference to."""
-    found = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for obj in gc.get_objects():
-            if not issubclass(type(obj), torch.Tensor):
-                continue
-            try:  # tensor subclasses without a plain storage (fake, functional, meta) are skipped
-                if obj.layout == torch.strided and obj.device.type == "cpu" and obj.untyped_storage().data_ptr():
-                    found.append(obj)
-            except (RuntimeError, NotImplementedError, AttributeError, TypeError):
-                continue
-    return found
 
 
 def _views(ptr: int, nbytes: int, tensors: list[torch.Tensor]) -> list[ArgView]:
