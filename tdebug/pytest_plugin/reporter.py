@@ -85,7 +85,9 @@ class Reporter:
             # Where the tests' time went (wall seconds, summed over tests): their calls, of which Triton launches.
             "time": {"seconds": round(sum(t["time"]["seconds"] for t in self.tests.values() if "time" in t), 3),
                      "launch_seconds": round(sum(t["time"]["launch_seconds"] for t in self.tests.values()
-                                                 if "time" in t), 3)},
+                                                 if "time" in t), 3),
+                     "wait_seconds": round(sum(t["time"].get("wait_seconds", 0.0) for t in self.tests.values()
+                                               if "time" in t), 3)},
         }
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -114,8 +116,10 @@ class Reporter:
             share = 100 * spent["launch_seconds"] / spent["seconds"]
             terminalreporter.write_line(
                 f"tdebug: the tests' calls took {spent['seconds']:.1f} s, {spent['launch_seconds']:.1f} s "
-                f"({share:.0f}%) of it in Triton launches (the interpreter and tdebug's checks), the rest in the "
-                "tests' own code")
+                f"({share:.0f}%) of it in Triton launches (the interpreter and tdebug's checks)"
+                + (f", {spent['wait_seconds']:.1f} s waiting for host memory before large launches (the workers' "
+                   "interpreted launches take turns; --tdebug-max-mib runs larger ones compiled only)"
+                   if spent["wait_seconds"] else "") + ", the rest in the tests' own code")
         durations = option.tdebug_durations
         if durations is not None:
             title = "every test" if durations == 0 else f"the {durations} slowest"

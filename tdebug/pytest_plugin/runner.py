@@ -4,12 +4,13 @@ findings turned into failures, the catalogue's cases collected as items."""
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import functools
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,17 +48,21 @@ class Runner:
         self.follow_root = Path(tempfile.mkdtemp(prefix="tdebug-follow-"))
         root = config.stash.get(REPRO_ROOT, None)
         self.session = SanitizerSession(sorted(self.checks))
+        self.watchdog = Watchdog()
         # On a machine with a CUDA GPU each launch on CUDA tensors also runs compiled, from the same inputs; the test
         # goes on with the compiled results (as its GPU suite does) and the two are compared (divergence).
         from ..runtime import device
 
         self.gpu = device.resolve(getattr(option, "tdebug_device", "auto"), nvml=True) is device.Device.CUDA
         listeners = []
+        self.divergence = None  # the GPU's compiled twin of each launch (its seconds waiting for host memory)
         if self.gpu:
             from ..sanitize.divergence import DivergenceCheck
 
             cap = getattr(option, "tdebug_max_mib", MAX_MIB)
-            listeners.append(DivergenceCheck.into(self.session, "pytest", keep="compiled", max_bytes=int(cap * 2**20)))
+            self.divergence = DivergenceCheck.into(self.session, "pytest", keep="compiled",
+                                                   max_bytes=int(cap * 2**20), waiting=self.watchdog.paused)
+            listeners.append(self.divergence)
         self.installed = install(Recipe(
             interpret=True, store_records=True,  # a failing assert_close says where (tdebug.explain)
             clamp_config=self.config_index is None, repro=(Path(root), "") if root else None,
@@ -177,8 +182,9 @@ class Runner:
                     watchdog: bool = False) -> None:
         begin_case(settings.config or 0)
         started = time.perf_counter()
+        waited = self.divergence.waited if self.divergence is not None else 0.0
         if watchdog and settings.timeout:
-            faulthandler.dump_traceback_later(settings.timeout, exit=True)
+            self.watchdog.arm(settings.timeout)
         try:
             if settings.skip:
                 runtest()
@@ -189,8 +195,7 @@ class Runner:
                 with poisoned_empty():
                     runtest()
         finally:
-            if watchdog and settings.timeout:
-                faulthandler.cancel_dump_traceback_later()
+            self.watchdog.disarm()
             findings = [] if settings.skip else self.session.end_case()
             internal = fault_finding()  # tdebug's own error inside a patch, even one the test caught
             if internal is not None and not settings.skip:
@@ -199,9 +204,39 @@ class Runner:
             tested = item.stash[SANITIZED_TEST] = SanitizedTest(
                 findings=findings, launches=len(launches), configs=[settings.config or 0],
                 seconds=time.perf_counter() - started, launch_seconds=sum(r.seconds for r in launches),
+                wait_seconds=self.divergence.waited - waited if self.divergence is not None else 0.0,
                 in_process=watchdog, timed=[{"kernel": r.kernel, "seconds": r.seconds} for r in launches])
         if tested.failed:
             raise TdebugFailure(tested.text())
+
+
+class Watchdog:
+    """The timer of a test in pytest's own process (faulthandler ends the process when it runs out), paused while
+    a launch waits for host memory: a test waiting its turn is not hanging."""
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None
+
+    def arm(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        faulthandler.dump_traceback_later(seconds, exit=True)
+
+    def disarm(self) -> None:
+        if self.deadline is not None:
+            faulthandler.cancel_dump_traceback_later()
+            self.deadline = None
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        if self.deadline is None:
+            yield
+            return
+        left = self.deadline - time.monotonic()
+        self.disarm()
+        try:
+            yield
+        finally:
+            self.arm(max(left, 1.0))
 
 
 def cuda_initialised() -> bool:

@@ -36,6 +36,7 @@ class SanitizedTest:
     own_failure: str = ""  # the test's own failure text (an assertion, an exception), "" if it passed
     seconds: float = 0.0  # the test's call in its children, every config pass (wall)
     launch_seconds: float = 0.0  # of which in Triton launches: the interpreter and tdebug's checks
+    wait_seconds: float = 0.0  # and before them, waiting for host memory (the GPU's large launches take turns)
     in_process: bool = False  # run in the pytest process (CUDA was up there), not in a forked child
     timed: list[dict] = field(default_factory=list)  # every pass's launches ({"kernel", "seconds"}): the slowest
 
@@ -64,6 +65,7 @@ class SanitizedTest:
                                       "in_process": self.in_process,
                                       "time": {"seconds": round(self.seconds, 3),
                                                "launch_seconds": round(self.launch_seconds, 3),
+                                               "wait_seconds": round(self.wait_seconds, 3),
                                                "launches": len(self.timed),  # every config pass's
                                                "slowest_kernel": slowest_kernel(self.timed)}}, default=str))
 

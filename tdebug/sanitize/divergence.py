@@ -39,6 +39,7 @@ import numpy as np
 from ..interpreter.hooks.stores import RECORDER
 from ..interpreter.versions import original_of, patcher, replaced
 from ..report import Finding
+from ..runtime import host_memory
 from ..runtime.localise import localise, run_command
 
 patch = patcher("divergence")
@@ -213,6 +214,16 @@ def _view(storage, t):
     return torch.empty(0, dtype=t.dtype, device=storage.device).set_(storage, t.storage_offset(), t.size(), t.stride())
 
 
+def host_bytes(named: list) -> int:
+    """Host memory the interpreted launch of these (name, tensor) arguments holds at its peak, estimated."""
+    sizes: dict[int, tuple[int, int]] = {}
+    for _, t in named:
+        s = t.untyped_storage()
+        nbytes, elsize = sizes.get(s.data_ptr(), (s.nbytes(), t.element_size()))
+        sizes[s.data_ptr()] = (nbytes, min(elsize, t.element_size()))
+    return sum(HOST_COPIES * n + HOST_BYTES_PER_ELEMENT * (n // e) for n, e in sizes.values())
+
+
 def _copy(storage):
     """A host copy of a storage: the snapshots and both sides' results live in host memory, so the check adds no
     GPU memory to the script's (pytest-xdist workers share one card)."""
@@ -223,6 +234,12 @@ def _copy(storage):
     return out
 
 
+# Host memory an interpreted launch holds (runtime/host_memory.py admits it): per storage, four copies (the
+# interpreter's host copy, the snapshot, the interpreted and the compiled results) and per element the sanitizer's
+# shadow tables, store records and the engine's batches (measured on an H200: 16.4 GiB of peak RSS for one
+# Liger cross entropy at 2 x 4096 x 32000 fp32, a 1 GiB storage)
+HOST_COPIES = 4
+HOST_BYTES_PER_ELEMENT = 48
 DEVICES = ("cuda",)  # the launches compared: those with tensor arguments on these devices
 
 
@@ -275,8 +292,10 @@ class DivergenceCheck:
 
     def __init__(self, report: Callable[[Finding], None], target: str, argv: list[str] | None = None,
                  note: Callable[[Finding], None] | None = None, keep: str = "interpreted",
-                 max_bytes: int = 0) -> None:
+                 max_bytes: int = 0, waiting: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+                 ) -> None:
         self.report = report
+        self.waiting = waiting  # entered while a launch waits for host memory (host_memory.admitted)
         self.note = note or report
         self.target = target
         self.argv = list(argv or [])
@@ -286,6 +305,7 @@ class DivergenceCheck:
         # (pytest --tdebug on a GPU: the test sees what its GPU suite sees; the interpreter ran on the side).
         self.keep = keep
         self.compared = 0  # launches compared
+        self.waited = 0.0  # seconds launches waited for host memory
         # keep="compiled": a launch whose tensor storages take more bytes runs compiled only (0: no cap), as its
         # host copies, snapshots and shadows would take several times its size in host memory
         self.max_bytes = max_bytes
@@ -293,13 +313,14 @@ class DivergenceCheck:
 
     @classmethod
     def into(cls, session, target: str, argv: list[str] | None = None, keep: str = "interpreted",
-             max_bytes: int = 0) -> DivergenceCheck:
+             max_bytes: int = 0, waiting: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+             ) -> DivergenceCheck:
         """A check whose findings join the sanitizer session's findings of the case (named by its config)."""
         def report(finding: Finding) -> None:
             finding.config = finding.config or session.config
             session.case_findings.append(finding)
 
-        return cls(report, target, argv, keep=keep, max_bytes=max_bytes)
+        return cls(report, target, argv, keep=keep, max_bytes=max_bytes, waiting=waiting)
 
     def install(self) -> None:
         from triton.runtime import interpreter
@@ -333,13 +354,20 @@ class DivergenceCheck:
         named = [(n, t) for n, t in named if t.device.type in DEVICES]
         if not named:
             return original(*args, **kwargs)
-        import torch
 
         storages = {t.untyped_storage().data_ptr(): t.untyped_storage() for _, t in named}
         kernel = getattr(fn, "__name__", "kernel")
         why = self._not_interpretable(storages)
         if why:
             return self._compiled_only(fn, args, kwargs, kernel, why)
+        with host_memory.admitted(host_bytes(named), waiting=self.waiting) as waited:
+            self.waited += waited
+            return self._compare(original, args, kwargs, fn, kernel, named, storages)
+
+    def _compare(self, original, args: tuple, kwargs: dict, fn, kernel: str, named: list, storages: dict):
+        """The launch interpreted, then compiled from the same snapshot; where the two part is a finding."""
+        import torch
+
         before = {p: _copy(s) for p, s in storages.items()}
         launches = len(RECORDER.launches)
         self.float_to_int = False

@@ -1,0 +1,100 @@
+"""Host memory shared by every tdebug process of one user on a machine: a launch whose interpreter pass needs much
+of it waits until the others' large launches leave room, so pytest-xdist workers do not together outgrow it.
+
+A weighted semaphore of lock files (flock): the budget is a fraction of the machine's memory cut into units, a
+launch takes one lock per unit it needs, all under one mutex so two launches never hold half each. The kernel
+lets go of a process's locks when it ends, so a worker that crashes or is killed never keeps memory reserved.
+Small launches (under one unit) take part in nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): no admission, as before
+    fcntl = None  # type: ignore[assignment]
+
+UNIT = 512 << 20  # bytes per lock
+FRACTION = 0.5  # of the machine's memory that tdebug's large launches may hold together
+POLL_S = 0.2
+
+
+def total_bytes() -> int:
+    """The machine's memory (MemTotal); 0 where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def units_for(nbytes: int, budget_units: int) -> int:
+    """Locks a launch needing `nbytes` takes: 0 under one unit, never more than the whole budget (it then runs
+    alone)."""
+    if nbytes < UNIT:
+        return 0
+    return min(-(-nbytes // UNIT), budget_units)
+
+
+def _folder() -> Path:
+    folder = Path(tempfile.gettempdir()) / f"tdebug-{os.getuid()}-host-memory"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def admitted(nbytes: int, budget: int | None = None,
+             waiting: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> Iterator[float]:
+    """Hold room for `nbytes` of host memory while the block runs; yields the seconds spent waiting for it. A wait
+    runs inside `waiting()` (pytest's in-process test timer pauses there: waiting is not hanging)."""
+    budget_units = max(1, int((total_bytes() if budget is None else budget) * FRACTION) // UNIT)
+    units = units_for(nbytes, budget_units) if fcntl is not None else 0
+    if units == 0:
+        yield 0.0
+        return
+    folder = _folder()
+    start = time.monotonic()
+    held = _take(folder, units, budget_units)
+    if held is None:
+        with waiting():
+            while held is None:
+                time.sleep(POLL_S)
+                held = _take(folder, units, budget_units)
+    try:
+        yield time.monotonic() - start
+    finally:
+        for fd in held:
+            os.close(fd)  # closing lets go of its flock
+
+
+def _take(folder: Path, units: int, budget_units: int) -> list[int] | None:
+    """`units` unit locks taken at once under the mutex, or None (nothing kept) when fewer are free."""
+    mutex = os.open(folder / "mutex", os.O_CREAT | os.O_RDWR, 0o600)
+    held: list[int] = []
+    try:
+        fcntl.flock(mutex, fcntl.LOCK_EX)
+        for i in range(budget_units):
+            fd = os.open(folder / f"unit-{i}", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            held.append(fd)
+            if len(held) == units:
+                return held
+    finally:
+        os.close(mutex)  # closing lets go of the mutex too
+    for fd in held:
+        os.close(fd)
+    return None
