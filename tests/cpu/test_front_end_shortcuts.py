@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(__file__).parent / "data" / "lean_ops_exact.py"
+SCRIPT = Path(__file__).parent / "data" / "front_end_shortcuts_exact.py"
 
 
-def run(lean: bool) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LEAN_OPS": "1" if lean else "0"}
+def run(shortcuts: bool) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SHORTCUTS": "1" if shortcuts else "0"}
     proc = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -21,18 +21,18 @@ def run(lean: bool) -> dict:
 
 
 def test_shortcuts_give_triton_s_results_and_errors():
-    lean, full = run(lean=True), run(lean=False)
-    assert lean["lean"] and not full["lean"]
-    assert lean["digest"] == full["digest"]
-    assert lean["errors"] == full["errors"]
-    assert lean["errors"][0] and "IncompatibleTypeError" in lean["errors"][0]  # pointer + float
-    assert "different signedness" in lean["errors"][1]
-    assert "Cannot make_shape_compatible" in lean["errors"][2]
-    assert "int32 overflow detected for operation mul" in lean["errors"][3]
-    assert lean["types"] == full["types"]  # asked twice: the memo's answers and errors are Triton's
-    half = len(lean["types"]) // 2
-    assert lean["types"][:half] == lean["types"][half:]
-    assert any(isinstance(t, str) and "TypeError" in t for t in lean["types"])
+    fast, full = run(shortcuts=True), run(shortcuts=False)
+    assert fast["shortcuts"] and not full["shortcuts"]
+    assert fast["digest"] == full["digest"]
+    assert fast["errors"] == full["errors"]
+    assert fast["errors"][0] and "IncompatibleTypeError" in fast["errors"][0]  # pointer + float
+    assert "different signedness" in fast["errors"][1]
+    assert "Cannot make_shape_compatible" in fast["errors"][2]
+    assert "int32 overflow detected for operation mul" in fast["errors"][3]
+    assert fast["types"] == full["types"]  # asked twice: the memo's answers and errors are Triton's
+    half = len(fast["types"]) // 2
+    assert fast["types"][:half] == fast["types"][half:]
+    assert any(isinstance(t, str) and "TypeError" in t for t in fast["types"])
 
 
 def test_overflow_shortcut_with_a_scalar_side_answers_as_every_lane_would():

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(__file__).parent / "data" / "lean_memo.py"
+SCRIPT = Path(__file__).parent / "data" / "launch_memo_exact.py"
 
 
-def run(lean: bool) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LEAN": "1" if lean else "0",
+def run(memo: bool) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMO": "1" if memo else "0",
            "TDEBUG_EXECUTOR": "serial"}  # the per-op path of one program at a time (batches call helpers less)
     proc = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=300)
@@ -21,7 +21,7 @@ def run(lean: bool) -> dict:
 
 
 def test_nested_jit_calls_patch_once_per_module_per_launch_with_identical_results():
-    memo, full = run(lean=True), run(lean=False)
+    memo, full = run(memo=True), run(memo=False)
     assert full["err"] < 1e-4 and memo["err"] < 1e-4
     assert memo["digest"] == full["digest"]
     assert memo["after"] == full["after"] and memo["restored_after"] == full["restored_after"]
@@ -84,7 +84,7 @@ print(json.dumps({"errors": errors, "calls": calls, "restored": restored, "sizes
 
 
 def test_builtins_listed_once_patch_every_launch_alike():
-    """lean's list of each module's builtins, made at a launch's own patching, serves every later launch, and so
+    """launch_memo's list of each module's builtins, made at a launch's own patching, serves every later launch, and so
     do the values patching set: launches in the same context set the very objects the first one did (op_memo's
     wrappers), a launch under the serial executor sets Triton's own, and the next batched launch op_memo's again.
     A kernel calling Triton's standard library (patched inside the launch, where the builtins are swapped) runs
@@ -104,14 +104,14 @@ def test_builtins_listed_once_patch_every_launch_alike():
 
 FILE_LINES = r'''
 import importlib, inspect, json, pkgutil, sys
-import tdebug.interpreter.fast.launch_memo as lean
+import tdebug.interpreter.fast.launch_memo as launch_memo
 from triton.runtime import interpreter
 import triton.language as tl
 import kernels, bugs
 from tests.cpu.data import engine_scenarios, predicated_scenarios
 
 original = interpreter.FunctionRewriter._get_jit_fn_file_line
-ours = lean._file_line_from_source(original)
+ours = launch_memo._file_line_from_source(original)
 modules = [tl.standard, engine_scenarios, predicated_scenarios]
 for package in (kernels, bugs):
     for info in pkgutil.iter_modules(package.__path__):
@@ -134,7 +134,7 @@ print(json.dumps({"checked": checked, "differ": differ}))
 
 
 def test_file_and_def_line_of_every_jit_function_as_triton_finds_them():
-    """lean's shortcut for the rewrite's file and `def` line gives Triton's own answer on every jit function of
+    """launch_memo's shortcut for the rewrite's file and `def` line gives Triton's own answer on every jit function of
     kernels/, bugs/, the test scenarios and Triton's standard library (decorators above the def, autotune and
     heuristics wrappers, multi-line signatures)."""
     proc = subprocess.run([sys.executable, "-c", FILE_LINES], capture_output=True, text=True, cwd=ROOT,

@@ -35,7 +35,8 @@ def checks(case) -> list[tuple[str, str | None, int]]:
 def test_correct_kernels_are_clean(executor):
     """Look-back scan, descending radix counts on uint8..uint64, multi-line broadcast atomics, `i.to(tl.int64)`,
     int8 GEMM exact, fp8 e4nv/e5/e4b8/e5b16 casts from fp32/fp16/bf16 as torch's (saturating), e4b15 as compiled
-    Triton on sm_90 (ties away from zero, saturating at 1.75), fp8 quantisation: all checked against references inside the script."""
+    Triton on sm_90 (ties away from zero, saturating at 1.75), fp8 quantisation: all checked against references
+    inside the script."""
     case = sanitize("clean", executor)
     assert case.status == "pass", [f.message for f in case.findings] or case.error
     assert case.findings == []

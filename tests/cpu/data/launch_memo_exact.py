@@ -1,7 +1,7 @@
 """Runs kernels that call @jit helpers (their own module's, tl.max / tl.sum / tl.cdiv from Triton's standard
 library, and a builtin through a module-level alias) in a loop, under tdebug's patches, and prints as JSON: a
 digest of the outputs, how often Triton's _patch_lang ran, and which tl names hold Triton's builtins after the
-launches. With LEAN=0 tdebug's launch_memo.py is left out (test_launch_memo.py compares the two)."""
+launches. With MEMO=0 tdebug's launch_memo.py is left out (test_launch_memo.py compares the two)."""
 
 import hashlib
 import json
@@ -30,7 +30,7 @@ def counting(original):
 
 
 versions.patch(interpreter, "_patch_lang", counting, layer="probe")  # innermost: what really patches tl
-if os.environ.get("LEAN") == "0":
+if os.environ.get("MEMO") == "0":
     launch_memo.install = lambda: None
 patches.install()
 

@@ -1,5 +1,5 @@
 """Runs kernels through Triton's front end under tdebug's patches, with front_end_shortcuts.py's shortcuts
-(LEAN_OPS=1) or without them (LEAN_OPS=0), and prints as JSON what test_front_end_shortcuts.py compares: a
+(SHORTCUTS=1) or without them (SHORTCUTS=0), and prints as JSON what test_front_end_shortcuts.py compares: a
 digest of the outputs (fp32, bf16, fp16 promotion, int32 index arithmetic, splats and broadcasts), the errors
 that kernels with type errors and an int32 overflow raise, and computation_type_impl's answers (the type's name,
 or the error) for pairs of dtypes, asked twice so the second answer comes from the memo."""
@@ -18,7 +18,7 @@ import triton.language as tl  # noqa: E402
 from tdebug.interpreter import patches, versions  # noqa: E402
 from tdebug.interpreter.fast import front_end_shortcuts
 
-if os.environ.get("LEAN_OPS") == "0":
+if os.environ.get("SHORTCUTS") == "0":
     front_end_shortcuts.install = lambda: None
 patches.install()
 
@@ -108,6 +108,6 @@ for _ in range(2):
                 except Exception as e:  # noqa: BLE001
                     types.append(f"{type(e).__name__}: {e}")
 print(json.dumps({"digest": digest, "errors": errors, "types": types,
-                  "lean": "TritonSemantic.computation_type_impl" in versions.PATCHED,
+                  "shortcuts": "TritonSemantic.computation_type_impl" in versions.PATCHED,
                   "wrapped": TritonSemantic.cast.__name__}))
 sys.exit(0)
