@@ -237,10 +237,14 @@ def _copy(storage):
 # Host memory an interpreted launch holds (runtime/host_memory.py admits it): per storage, four copies (the
 # interpreter's host copy, the snapshot, the interpreted and the compiled results) and per element the sanitizer's
 # shadow tables, store records and the engine's batches (measured on an H200: 16.4 GiB of peak RSS for one
-# Liger cross entropy at 2 x 4096 x 32000 fp32, a 1 GiB storage)
+# Liger cross entropy at 2 x 4096 x 32000 fp32, a 1 GiB storage; that was before compare() went chunk by chunk,
+# which takes up to ~10 GiB of it away: kept as measured until a GPU run measures it again)
 HOST_COPIES = 4
 HOST_BYTES_PER_ELEMENT = 48
 DEVICES = ("cuda",)  # the launches compared: those with tensor arguments on these devices
+
+
+CHUNK = 1 << 22  # elements compared at a time: float64 copies and their temporaries of a chunk, not of a tensor
 
 
 def compare(compiled, interpreted, atomic: bool, from_floats: bool = False, floor=None) -> tuple[np.ndarray, float,
@@ -248,25 +252,38 @@ def compare(compiled, interpreted, atomic: bool, from_floats: bool = False, floo
     """Where a tensor's compiled and interpreted values part: (mask, rtol, atol) as `check` would judge them;
     `from_floats`: the launch converted floats to integers, so integers may part by one code (atol 1); `floor`:
     the least precise float dtype the launch read (bf16 inputs: an fp32 output of their sums is as exact as
-    bf16 sums ordered one way or another), its tolerance when looser than the output's own."""
+    bf16 sums ordered one way or another), its tolerance when looser than the output's own. Compared CHUNK
+    elements at a time: a 1 GiB fp32 tensor's float64 copies and temporaries would take ten times its size."""
     import torch
 
-    from ..catalogue.compare import outside_tolerance, scaled_atol
+    from ..catalogue.compare import outside_tolerance
 
+    got, want = compiled.detach().cpu().reshape(-1), interpreted.detach().cpu().reshape(-1)
+    differ = np.empty(got.numel(), dtype=bool)
+    chunks = range(0, got.numel(), CHUNK)
     if not compiled.is_floating_point():
-        got, want = compiled.cpu(), interpreted.cpu()
-        differ = got != want
-        if from_floats and got.dtype != torch.bool:
-            got, want = got.to(torch.int64), want.to(torch.int64)  # uint64 wraps alike on both sides
-            differ &= (got != want + 1) & (want != got + 1)
-            return differ.numpy(), 0.0, 1.0
-        return differ.numpy(), 0.0, 0.0
-    got, want = compiled.detach().cpu().to(torch.float64), interpreted.detach().cpu().to(torch.float64)
+        for i in chunks:
+            g, w = got[i:i + CHUNK], want[i:i + CHUNK]
+            d = g != w
+            if from_floats and g.dtype != torch.bool:
+                g, w = g.to(torch.int64), w.to(torch.int64)  # uint64 wraps alike on both sides
+                d &= (g != w + 1) & (w != g + 1)
+            differ[i:i + CHUNK] = d.numpy()
+        return differ.reshape(tuple(compiled.shape)), 0.0, (1.0 if from_floats and got.dtype != torch.bool else 0.0)
     rtol, atol_factor = _tolerance(compiled.dtype)
     if floor is not None:
         rtol, atol_factor = (max(a, b) for a, b in zip((rtol, atol_factor), _tolerance(floor)))
-    atol = scaled_atol(want, atol_factor)
-    return outside_tolerance(got, want, rtol, atol).numpy(), rtol, atol
+    largest = 1.0  # catalogue.compare.scaled_atol's max(|finite want|, 1), chunk by chunk
+    for i in chunks:
+        w = want[i:i + CHUNK].to(torch.float64)
+        finite = w[torch.isfinite(w)]
+        if finite.numel():
+            largest = max(largest, float(finite.abs().max()))
+    atol = atol_factor * largest
+    for i in chunks:
+        g, w = got[i:i + CHUNK].to(torch.float64), want[i:i + CHUNK].to(torch.float64)
+        differ[i:i + CHUNK] = outside_tolerance(g, w, rtol, atol).numpy()
+    return differ.reshape(tuple(compiled.shape)), rtol, atol
 
 
 def _tolerance(dtype) -> tuple[float, float]:

@@ -33,6 +33,35 @@ def test_integers_compare_bit_for_bit_and_floats_within_checks_tolerance():
     assert differ.nonzero()[0].tolist() == [17] and rtol > 0 and atol > 0
 
 
+def test_a_tensor_compared_chunk_by_chunk_is_judged_as_a_whole(monkeypatch):
+    """compare() works CHUNK elements at a time (a 1 GiB tensor's float64 copies would take ten times its size):
+    the same mask, tolerance and atol (scaled by the largest finite element of all chunks) as one piece, on a
+    strided view with NaN, infinities and the largest element in the last chunk; integers too."""
+    from tdebug.catalogue.compare import outside_tolerance, scaled_atol
+    from tdebug.sanitize import divergence
+
+    torch.manual_seed(0)
+    want = torch.randn(40, 30)[:, ::2]  # not contiguous
+    want[39, 14] = 1e4
+    want[3, 3], want[5, 5] = float("nan"), float("inf")
+    got = want * (1 + 1e-7)
+    got[2, 2] += 0.5
+    got[7, 1] += 0.05  # within atol only with the largest element (1e4, in the last chunk) counted
+    got[5, 5] = float("-inf")
+    monkeypatch.setattr(divergence, "CHUNK", 7)
+    differ, rtol, atol = compare(got, want, atomic=False)
+    assert atol == scaled_atol(want.double(), divergence._tolerance(torch.float32)[1]) and atol > 0.05
+    whole = outside_tolerance(got.double(), want.double(), rtol, atol).numpy()
+    assert differ.shape == (40, 15) and (differ == whole).all() and differ.sum() >= 2
+    assert differ[5, 5] and differ[2, 2] and not differ[3, 3] and not differ[7, 1]
+    ints = torch.randint(-5, 5, (33,), dtype=torch.int32)
+    bumped = ints.clone()
+    bumped[30] += 1
+    bumped[31] += 2
+    assert compare(bumped, ints, atomic=False)[0].nonzero()[0].tolist() == [30, 31]
+    assert compare(bumped, ints, atomic=False, from_floats=True)[0].nonzero()[0].tolist() == [31]
+
+
 def test_floats_of_a_launch_that_read_bf16_are_compared_at_bf16s_tolerance():
     """An fp32 rstd of bf16 rows (Liger's poly_norm): its sums are rounded to bf16 step by step, in an order the
     compiled reduction need not share; compared at bf16's tolerance, an fp32 kernel's at fp32's."""
