@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import settings
 from .catalogue.spec import load_target
-from .runtime import gate
+from .runtime import gate, host_memory
 from .runtime.job import Job, JobLimits, SanitizeOptions
 from .runtime.processes import die_with_parent
 from .runtime.recipe import Installed, Recipe, install
@@ -50,15 +50,13 @@ MEMORY_ENV = "TDEBUG_MEMORY_LIMIT"  # MiB the worker may allocate (0: no cap); d
 
 
 def memory_cap() -> int | None:
-    """The worker's cap on its data (bytes), or None: TDEBUG_MEMORY_LIMIT (MiB), else 3/4 of physical memory."""
+    """The worker's cap on its data (bytes), or None: TDEBUG_MEMORY_LIMIT (MiB), else 3/4 of the machine's memory
+    (its container's, where lower)."""
     mib = settings.get(MEMORY_ENV)
     if mib is not None:
         return mib << 20 if mib > 0 else None
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-    return total * 3 // 4
+    total = host_memory.total_bytes()
+    return total * 3 // 4 if total else None
 
 
 def _cap_memory() -> None:

@@ -284,6 +284,7 @@ LAYERS: tuple[str, ...] = (
     "symbolic",  # triton-viz's symbolic engine
     "divergence",  # on a GPU: each launch also runs compiled
     "limits",  # size caps: checked before the sanitizer makes its shadows
+    "host_memory",  # a launch's turn for host memory (sanitize/admission.py), before its caps and shadows
     "repro",  # a reproducer per launch with findings: counts them before the follower hands them on
     "follow",  # launches in a script's threads and child processes
     "launch_clock",  # a launch's seconds, all of tdebug's work in it included (patches.py)

@@ -5,13 +5,13 @@ the JSON report."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 from dataclasses import dataclass, field
 
 import pytest
 
 from ..report import Finding, render
+from ..runtime import host_memory
 from ..runtime.harness import signal_name
 from ..runtime.suite import slowest_kernel
 from .forked import BEFORE_LAUNCH, ChildRun
@@ -104,7 +104,7 @@ def crash_text(child: ChildRun, timeout: float | None) -> str:
                 "one too slow for the interpreter at this size (raise --tdebug-timeout or "
                 "@pytest.mark.tdebug(timeout=...), or test a smaller shape).")
     if child.exit_code == -signal.SIGKILL:  # tdebug sends it only to a hung child: someone else did
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        memory = host_memory.total_bytes()
         return (f"tdebug: CRASH: the test's process was killed (SIGKILL) {where}; the session goes on. Not by "
                 "tdebug: most often Linux's out-of-memory killer, which sends it to the process holding most "
                 f"memory. This one had reached {child.peak_rss / 2**30:.1f} GiB resident, of "

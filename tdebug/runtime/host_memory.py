@@ -4,7 +4,7 @@ of it waits until the others' large launches leave room, so pytest-xdist workers
 A weighted semaphore of lock files (flock): the budget is a fraction of the machine's memory cut into units, a
 launch takes one lock per unit it needs, all under one mutex so two launches never hold half each. The kernel
 lets go of a process's locks when it ends, so a worker that crashes or is killed never keeps memory reserved.
-Small launches (under one unit) take part in nothing.
+Small launches (under one unit) take part in nothing. A process holds one reservation at a time: the outermost.
 """
 
 from __future__ import annotations
@@ -27,15 +27,19 @@ POLL_S = 0.2
 
 
 def total_bytes() -> int:
-    """The machine's memory (MemTotal); 0 where it cannot be read."""
+    """The memory this process's machine gives it: physical memory, or its cgroup's limit where lower (a
+    container's); 0 where neither can be read."""
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            limit = int(Path(path).read_text().strip())
+        except (OSError, ValueError):  # no such file, or "max": no limit
+            continue
+        total = min(total, limit) if total else limit
+    return total
 
 
 def units_for(nbytes: int, budget_units: int) -> int:
@@ -52,16 +56,38 @@ def _folder() -> Path:
     return folder
 
 
-@contextlib.contextmanager
-def admitted(nbytes: int, budget: int | None = None,
-             waiting: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> Iterator[float]:
-    """Hold room for `nbytes` of host memory while the block runs; yields the seconds spent waiting for it. A wait
-    runs inside `waiting()` (pytest's in-process test timer pauses there: waiting is not hanging)."""
+class Reservation:
+    """Room held for one launch until release(); `waited`: the seconds it waited for it. A reservation made while
+    this process holds one already takes nothing (the outer one counted the inner launch: the GPU's interpreted
+    launch inside its divergence check, a kernel launched from a kernel) and so never waits for itself."""
+
+    def __init__(self, fds: list[int], waited: float, counted: bool) -> None:
+        self.fds, self.waited, self.counted = fds, waited, counted
+
+    def release(self) -> None:
+        global _OUTERMOST
+        for fd in self.fds:
+            os.close(fd)  # closing lets go of its flock
+        self.fds = []
+        if self.counted:
+            _OUTERMOST = False
+            self.counted = False
+
+
+_OUTERMOST = False  # this process holds a reservation now (the outermost one; inner ones take nothing)
+
+
+def reserve(nbytes: int, budget: int | None = None,
+            waiting: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> Reservation:
+    """Room for `nbytes` of host memory, waiting for it where the machine's budget is taken; a wait runs inside
+    `waiting()` (pytest's in-process test timer pauses there: waiting is not hanging)."""
+    global _OUTERMOST
+    if _OUTERMOST:
+        return Reservation([], 0.0, counted=False)
     budget_units = max(1, int((total_bytes() if budget is None else budget) * FRACTION) // UNIT)
     units = units_for(nbytes, budget_units) if fcntl is not None else 0
     if units == 0:
-        yield 0.0
-        return
+        return Reservation([], 0.0, counted=False)
     folder = _folder()
     start = time.monotonic()
     held = _take(folder, units, budget_units)
@@ -70,11 +96,19 @@ def admitted(nbytes: int, budget: int | None = None,
             while held is None:
                 time.sleep(POLL_S)
                 held = _take(folder, units, budget_units)
+    _OUTERMOST = True
+    return Reservation(held, time.monotonic() - start, counted=True)
+
+
+@contextlib.contextmanager
+def admitted(nbytes: int, budget: int | None = None,
+             waiting: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext) -> Iterator[float]:
+    """reserve() for the block; yields the seconds spent waiting."""
+    held = reserve(nbytes, budget, waiting)
     try:
-        yield time.monotonic() - start
+        yield held.waited
     finally:
-        for fd in held:
-            os.close(fd)  # closing lets go of its flock
+        held.release()
 
 
 def _take(folder: Path, units: int, budget_units: int) -> list[int] | None:

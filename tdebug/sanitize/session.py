@@ -24,7 +24,7 @@ from ..interpreter.semantics.block_pointers import unchecked_dims
 from ..interpreter.versions import bind, patcher
 from ..report import Finding, merge
 from ..runtime.job import SanitizeOptions
-from . import live, locks
+from . import admission, live, locks
 from .checks import CHECKS
 from .memory import LaunchChecker
 from .nan import NanTracker
@@ -128,6 +128,7 @@ class SanitizerSession:
         patch(interpreter.GridExecutor, "_init_args_hst", init_args)
         patch(interpreter.GridExecutor, "__call__", end_launch)
         memory_events.listen("sanitizer", self)  # and grid_loop's undo of a batch it splits: our part of it too
+        admission.install()  # a large launch waits its turn for host memory (pytest-xdist workers on one machine)
         patch(builder, "set_grid_dim", lambda original: _virtual_grid(session, original, "grid_dim", 1))
         patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
         locks.install(lambda: session.current)

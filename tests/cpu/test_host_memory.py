@@ -170,3 +170,52 @@ def test_time_waiting_for_host_memory_is_counted_and_said_apart_from_the_tests_o
     (line,) = [x for x in lines if "tests' calls took" in x]
     assert "18.0 s, 6.0 s (33%) of it in Triton launches" in line
     assert "5.0 s waiting for host memory" in line and line.endswith("the rest in the tests' own code")
+
+
+def test_a_reservation_inside_one_of_the_same_process_takes_nothing_and_never_waits_for_it(temp_root):
+    """The GPU's divergence check reserves around the interpreted launch, whose sanitizer reserves again: with a
+    budget both would not fit in, the inner one must not wait for the outer."""
+    outer = host_memory.reserve(2 * host_memory.UNIT, budget=BUDGET)  # the whole budget
+    try:
+        assert len(outer.fds) == 2
+        start = time.monotonic()
+        inner = host_memory.reserve(2 * host_memory.UNIT, budget=BUDGET)
+        assert inner.fds == [] and time.monotonic() - start < 0.5
+        inner.release()
+        again = host_memory.reserve(2 * host_memory.UNIT, budget=BUDGET)  # still inside the outer one
+        assert again.fds == []
+        again.release()
+    finally:
+        outer.release()
+    after = host_memory.reserve(2 * host_memory.UNIT, budget=BUDGET)
+    assert len(after.fds) == 2
+    after.release()
+
+
+def test_the_sanitizers_launch_listener_reserves_for_its_shadows_and_frees_at_the_launchs_end(monkeypatch):
+    import torch
+
+    from tdebug.sanitize import admission
+
+    asked: list[int] = []
+
+    class Held:
+        waited, released = 0.25, False
+
+        def release(self):
+            Held.released = True
+
+    monkeypatch.setattr(admission.host_memory, "reserve", lambda nbytes: asked.append(nbytes) or Held())
+
+    class Launch:
+        args_dev = (torch.empty(100, dtype=torch.float16), 3, torch.empty(10, dtype=torch.float32))
+        kwargs = {"BLOCK": 16}
+
+        def device_storages(self):
+            return [t.untyped_storage() for t in self.args_dev if isinstance(t, torch.Tensor)]
+
+    turns = admission.HostMemoryTurns()
+    turns.on_launch(Launch())
+    assert asked == [admission.BYTES_PER_ELEMENT * (200 + 40) // 2] and not Held.released
+    turns.on_launch_end(Launch(), None)
+    assert Held.released and turns.waited == 0.25 and turns.held == []
