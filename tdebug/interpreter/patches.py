@@ -223,16 +223,18 @@ def source_file(fn) -> str:
     return os.path.abspath(code.co_filename) if code is not None and not code.co_filename.startswith("<") else ""
 
 
-def _clock_launch(original):
-    def __call__(*args, **kwargs):
+class _LaunchClock:
+    """A launch's seconds, all of tdebug's work in it included (a listener of grid_loop's, layer "launch_clock":
+    around every layer but the lock's)."""
+
+    @staticmethod
+    def around_launch(proceed, executor, *args, **kwargs):
         started = time.perf_counter()
         try:
-            return original(*args, **kwargs)
+            return proceed(executor, *args, **kwargs)
         finally:
             if STATE.launches:  # the record this launch opened (or the autotuner opened for it)
                 STATE.launches[-1].seconds += time.perf_counter() - started
-
-    return __call__
 
 
 def _record_grid(original):
@@ -265,7 +267,7 @@ def _record_launches() -> None:
 
     patch = patcher("launch_record")
     grid_loop.listen("launch_record", _LaunchRecorder())
-    patcher("launch_clock")(interpreter.GridExecutor, "__call__", _clock_launch)
+    grid_loop.listen("launch_clock", _LaunchClock())
     patch(interpreter.interpreter_builder, "set_grid_dim", _record_grid)
     if TRITON < (3, 7):
         patch(interpreter, "_patch_lang_tensor", _squeeze_index)  # Triton 3.6 under numpy >= 2.4

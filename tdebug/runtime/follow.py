@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..interpreter.versions import patcher
 from ..report import Finding
 
 ENV = "TDEBUG_FOLLOW"  # JSON: the folder and the sanitizer's settings, for a spawned worker (tdebug.child.follow)
@@ -23,19 +22,21 @@ SPAWNED = ("import sys; first = sys.path.pop(0) if sys.path[:1] == [''] else Non
            "tdebug.child.follow_spawned(); first is None or sys.path.insert(0, first); ")
 
 
-def serialise_launches() -> None:
+class _Serialised:
     """One launch at a time across threads: the interpreter (its builder's grid and program index) and the
-    sanitizer keep per-launch state in globals. Layer "serialise": the outermost wrapper of a launch."""
-    from triton.runtime import interpreter
+    sanitizer keep per-launch state in globals. Layer "serialise": outermost around a launch."""
 
-    def make(original):
-        def __call__(*args, **kwargs):
-            with _LAUNCH_LOCK:
-                return original(*args, **kwargs)
+    @staticmethod
+    def around_launch(proceed, executor, *args, **kwargs):
+        with _LAUNCH_LOCK:
+            return proceed(executor, *args, **kwargs)
 
-        return __call__
 
-    patcher("serialise")(interpreter.GridExecutor, "__call__", make)
+def serialise_launches() -> None:
+    """Hold one lock around each launch (a listener of grid_loop's, layer "serialise")."""
+    from ..interpreter.batched import grid_loop
+
+    grid_loop.listen("serialise", _Serialised())
 
 
 @dataclass
@@ -65,30 +66,26 @@ class Follower:
         return self.active and os.getpid() != self.home
 
     def install(self) -> None:
-        from triton.runtime import interpreter
+        from ..interpreter.batched import grid_loop
 
-        follower = self
-
-        def make(original):
-            def __call__(*args, **kwargs):
-                if not follower.away:
-                    return original(*args, **kwargs)
-                name = getattr(getattr(args[0] if args else None, "fn", None), "__name__", "kernel")
-                follower._write({"record": "begin", "kernel": name})
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    findings = []
-                    if follower.sanitizer is not None:
-                        findings = [f.to_dict() for f in follower.sanitizer.end_case()]
-                        follower.sanitizer.begin_case()
-                    follower._write({"record": "end", "kernel": name, "findings": findings})
-
-            return __call__
-
-        patcher("follow")(interpreter.GridExecutor, "__call__", make)
+        grid_loop.listen("follow", self)  # around_launch
         os.register_at_fork(after_in_child=self._forked)
         self._follow_spawn()
+
+    def around_launch(self, proceed, executor, *args, **kwargs):
+        """In a followed child: the launch's begin, then its end with the sanitizer's findings, to the file."""
+        if not self.away:
+            return proceed(executor, *args, **kwargs)
+        name = getattr(getattr(executor, "fn", None), "__name__", "kernel")
+        self._write({"record": "begin", "kernel": name})
+        try:
+            return proceed(executor, *args, **kwargs)
+        finally:
+            findings = []
+            if self.sanitizer is not None:
+                findings = [f.to_dict() for f in self.sanitizer.end_case()]
+                self.sanitizer.begin_case()
+            self._write({"record": "end", "kernel": name, "findings": findings})
 
     def adopt(self, folder: Path) -> None:
         """This process is now the one whose children are followed, into `folder` (a forked test's child)."""

@@ -85,42 +85,36 @@ class ReproWriter:
 
     # -- the launch hook ---------------------------------------------------------------------------
     def install(self, session=None) -> None:
-        """Wrap the interpreter's launches (layer "repro", over the sanitizer's: it sees a launch's findings)."""
-        from triton.runtime import interpreter
-
-        from ..interpreter.versions import patcher
-
-        patch = patcher("repro")
+        """Listen around the interpreter's launches (layer "repro", over the sanitizer's: it sees a launch's
+        findings)."""
+        from ..interpreter.batched import grid_loop
 
         global WRITER
         WRITER = self
         if session is not None:
             self.findings_so_far = lambda: len(session.case_findings)
             self.probing = lambda: session.probing is not None
-        writer = self
+        grid_loop.listen("repro", self)  # around_launch
 
-        def make(original):
-            def __call__(executor, *args, **kwargs):
-                if writer.probing():
-                    return original(executor, *args, **kwargs)
-                snap = writer.snapshot(executor, args, kwargs)
-                before = writer.findings_so_far()
-                try:
-                    out = original(executor, *args, **kwargs)
-                except BaseException as exc:
-                    if _is_kernel_finding(exc):
-                        writer.finish(snap)
-                        writer.write(snap, [_exception_text(exc)])
-                    raise
-                writer.finish(snap)
-                writer.last[snap.kernel] = snap
-                if writer.findings_so_far() > before:
-                    writer.write(snap, [])  # the findings themselves are added at the case's end
-                return out
-
-            return __call__
-
-        patch(interpreter.GridExecutor, "__call__", make)
+    def around_launch(self, proceed, executor, *args, **kwargs):
+        """A snapshot of the launch before the sanitizer begins; after its end, a reproducer if it found
+        something (or the kernel raised a finding of its own)."""
+        if self.probing():
+            return proceed(executor, *args, **kwargs)
+        snap = self.snapshot(executor, args, kwargs)
+        before = self.findings_so_far()
+        try:
+            out = proceed(executor, *args, **kwargs)
+        except BaseException as exc:
+            if _is_kernel_finding(exc):
+                self.finish(snap)
+                self.write(snap, [_exception_text(exc)])
+            raise
+        self.finish(snap)
+        self.last[snap.kernel] = snap
+        if self.findings_so_far() > before:
+            self.write(snap, [])  # the findings themselves are added at the case's end
+        return out
 
     def begin_case(self, label: str = "") -> None:
         self.label = label or self.label

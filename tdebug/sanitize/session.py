@@ -21,7 +21,7 @@ from ..interpreter.batched import batch_memory, prescan, program_axis
 from ..interpreter.frames import user_frame
 from ..interpreter.hooks import memory_events, provenance
 from ..interpreter.semantics.block_pointers import unchecked_dims
-from ..interpreter.versions import bind, patcher
+from ..interpreter.versions import patcher
 from ..report import Finding, merge
 from ..runtime.job import SanitizeOptions
 from . import admission, live, locks
@@ -48,7 +48,7 @@ class SanitizerSession:
         self.case_evidence: dict[int, Evidence] = {}
         self.config = ""  # the running launch's autotune config, as findings name it
         self.probing: tuple[tuple[int, int, int], tuple[int, int, int], ProbeChecker] | None = None
-        self.host_args: tuple | None = None  # the running launch's host copies of its arguments (on a GPU)
+        self.launch_host_args: tuple | None = None  # the running launch's host copies of its arguments
         self.nan = NanTracker(self._tensor_name) if "nan" in self.checks else None
         self.torch_writes: TorchWrites | None = None  # torch ops' writes and reads of a case (written.py)
 
@@ -77,8 +77,9 @@ class SanitizerSession:
 
     # -- patches ------------------------------------------------------------------------------------
     def install(self) -> None:
-        """Wrap GridExecutor (launch begin/end) and listen to the builder's memory ops (memory_events reads
-        their arguments by name: the same checks fit Triton 3.6's and 3.8's differing signatures)."""
+        """Listen to each launch (grid_loop's hooks: its begin, end and probe) and to the builder's memory ops
+        (memory_events reads their arguments by name: the same checks fit Triton 3.6's and 3.8's differing
+        signatures)."""
         from triton.runtime import interpreter
 
         from ..interpreter.hooks import memory_guard, overflow
@@ -90,44 +91,10 @@ class SanitizerSession:
         if self.nan is not None:
             self.nan.install()  # layer "nan", below "sanitizer": its store check sees the mask the sanitizer cut
         session = self
-
-        def init_args(original):
-            def _init_args_hst(*args, **kwargs):
-                if session.probing is not None and session.host_args is not None:
-                    return session.host_args  # on a GPU: probe the launch's own host copies, not fresh ones
-                args_hst, kwargs_hst = original(*args, **kwargs)
-                session.host_args = (args_hst, kwargs_hst)
-                if session.probing is None:
-                    call = bind(original, args, kwargs)
-                    session._begin_launch(call.arguments["self"], args_hst, kwargs_hst, call.arguments["args_dev"],
-                                          call.arguments["kwargs"])
-                return args_hst, kwargs_hst
-
-            return _init_args_hst
-
-        def end_launch(original):
-            def __call__(executor, *args, **kwargs):
-                if session.probing is not None:
-                    return original(executor, *args, **kwargs)
-                try:
-                    out = original(executor, *args, **kwargs)
-                except BaseException:
-                    session._end_launch()
-                    session.host_args = None
-                    raise
-                checker = session._end_launch()
-                try:
-                    session._probe_past_grid(executor, args, kwargs, checker, original)
-                finally:
-                    session.host_args = None
-                return out
-
-            return __call__
-
         builder = interpreter.interpreter_builder
-        patch(interpreter.GridExecutor, "_init_args_hst", init_args)
-        patch(interpreter.GridExecutor, "__call__", end_launch)
-        memory_events.listen("sanitizer", self)  # and grid_loop's undo of a batch it splits: our part of it too
+        # its memory ops, and the launch: around_launch, host_args, on_host_args (grid_loop's listener hooks);
+        # and grid_loop's undo of a batch it splits: our part of it too
+        memory_events.listen("sanitizer", self)
         admission.install()  # a large launch waits its turn for host memory (pytest-xdist workers on one machine)
         patch(builder, "set_grid_dim", lambda original: _virtual_grid(session, original, "grid_dim", 1))
         patch(builder, "set_grid_idx", lambda original: _virtual_grid(session, original, "grid_idx", 0))
@@ -176,7 +143,35 @@ class SanitizerSession:
         now = sum(i.count for i in checker.issues.values() if i.check == "race")
         return "a race between programs" if now > before else None
 
-    # -- launches ------------------------------------------------------------------------------------
+    # -- launches (grid_loop's listener hooks) ------------------------------------------------------
+    def around_launch(self, proceed, executor, *args, **kwargs):
+        """The launch, then its end (the shadows judged), then the probe past the grid: the launch again, one
+        program at a time through the layers inside this one."""
+        if self.probing is not None:
+            return proceed(executor, *args, **kwargs)
+        try:
+            out = proceed(executor, *args, **kwargs)
+        except BaseException:
+            self._end_launch()
+            self.launch_host_args = None
+            raise
+        checker = self._end_launch()
+        try:
+            self._probe_past_grid(executor, args, kwargs, checker, proceed)
+        finally:
+            self.launch_host_args = None
+        return out
+
+    def host_args(self, launch) -> tuple | None:
+        """While probing: the launch's own host copies (on a GPU: not fresh ones from the device)."""
+        return self.launch_host_args if self.probing is not None else None
+
+    def on_host_args(self, launch, args_hst: list, kwargs_hst: dict) -> None:
+        self.launch_host_args = (args_hst, kwargs_hst)
+        if self.probing is None:
+            self._begin_launch(launch.executor, args_hst, kwargs_hst, launch.args_dev,
+                               {k: launch.kwargs[k] for k in kwargs_hst if k in launch.kwargs})
+
     def _begin_launch(self, executor, args_hst, kwargs_hst, args_dev=(), kwargs_dev=None) -> None:
         if not self.enabled:
             return

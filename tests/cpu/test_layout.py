@@ -457,14 +457,12 @@ def test_a_write_into_another_module_is_caught():
     assert _foreign_writes(library, path, libraries=True) == ["4: torch.testing.assert_close", "5: b.grid_idx"]
 
 
-# The launch's wrappers that stay wrappers (issue 50): each is "around" a launch in a way a listener's hooks are
-# not. The sanitizer runs the launch again for its probe past the grid (and hands the probe its own host
-# copies); repro counts the sanitizer's findings of a launch after the sanitizer's end; follow and serialise
-# hold a lock or hand a launch to another process; launch_clock times all of tdebug's work in a launch.
+# Who wraps a launch: grid_loop alone (issue 50). Everything else around a launch is a listener of grid_loop's:
+# what used to wrap it (the sanitizer's probe past the grid, repro, follow, launch_clock, serialise) offers
+# around_launch, which grid_loop calls outermost first, in versions.LAYERS' order.
 LAUNCH_WRAPPERS = {
-    "GridExecutor.__call__": {"interpreter/batched/grid_loop.py", "sanitize/session.py", "runtime/reproducers.py",
-                              "runtime/follow.py", "interpreter/patches.py"},
-    "GridExecutor._init_args_hst": {"interpreter/batched/grid_loop.py", "sanitize/session.py"},
+    "GridExecutor.__call__": {"interpreter/batched/grid_loop.py"},
+    "GridExecutor._init_args_hst": {"interpreter/batched/grid_loop.py"},
 }
 
 
@@ -480,7 +478,7 @@ def _launch_patches() -> dict[str, set[str]]:
 
 
 def test_a_check_listens_to_the_launch_instead_of_wrapping_it():
-    """A check, recorder, tracer or limit reads a launch through grid_loop's listener hooks (on_launch,
-    before_host_args, on_host_args, on_launch_end) on the Launch grid_loop makes once: no new module wraps
-    GridExecutor.__call__ or _init_args_hst."""
+    """A check, recorder, tracer, limit or lock reads a launch through grid_loop's listener hooks (around_launch,
+    on_launch, host_args, before_host_args, on_host_args, on_launch_end) on the Launch grid_loop makes once: no
+    module but grid_loop wraps GridExecutor.__call__ or _init_args_hst."""
     assert _launch_patches() == LAUNCH_WRAPPERS

@@ -52,12 +52,13 @@ def test_the_layers_on_every_internal_do_not_depend_on_the_order_the_parts_were_
     assert first["listening"]["create_masked_load"] == ["trace", "locks", "sanitizer", "safe_launch"]  # volatile flags
     # A launch's listeners (grid_loop.listen), outermost first, in LAYERS' order; what still wraps the launch.
     assert first["launching"] == second["launching"]
-    assert first["launching"] == {"on_launch": ["host_memory", "nan", "device_tables", "launch_record"],
+    assert first["launching"] == {"around_launch": ["serialise", "launch_clock", "follow", "repro", "sanitizer"],
+                                  "on_launch": ["host_memory", "nan", "device_tables", "launch_record"],
+                                  "host_args": ["sanitizer"],
                                   "before_host_args": ["limits"],
-                                  "on_host_args": ["trace", "stores", "safe_launch", "device_tables"],
+                                  "on_host_args": ["trace", "sanitizer", "stores", "safe_launch", "device_tables"],
                                   "on_launch_end": ["host_memory", "nan", "stores", "device_tables"]}
-    assert usual["GridExecutor.__call__"] == ["grid_loop", "sanitizer", "repro", "follow", "launch_clock",
-                                              "serialise"]
+    assert usual["GridExecutor.__call__"] == ["grid_loop"]  # every other layer of a launch: a listener of it
     assert usual["InterpreterBuilder.create_masked_store"] == ["memory_guard", "batch_memory", "overflow",
                                                                "memory_events", "program_axis"]
     for name, layers in usual.items():

@@ -46,8 +46,13 @@ class Listener(Protocol):
     once, at its layer's place in versions.LAYERS (`listen` here, or `memory_events.listen` for one that also
     hears memory ops: `before(access)` / `after(access, result)`, see memory_events.py).
 
-    A launch: `on_launch(launch)` before anything of it runs (outermost layer first); `before_host_args(launch)`
-    before the interpreter copies the arguments to the host (outermost first); `on_host_args(launch,
+    A launch: `around_launch(proceed, executor, *args, **kwargs)` around all of it, the other hooks included
+    (outermost layer first; it calls `proceed(executor, *args, **kwargs)` for the layers inside it and the launch
+    itself, once, or again for a launch of its own: the sanitizer's probe past the grid); `on_launch(launch)`
+    before anything of it runs (outermost first); `host_args(launch)` the host copies of the arguments it already
+    has, or None (outermost first; the first one's stand in for Triton's own: the probe reuses its launch's);
+    `before_host_args(launch)` before the interpreter copies the arguments to the host (outermost first);
+    `on_host_args(launch,
     args_hst, kwargs_hst)` once the interpreter made its host copies of the arguments (innermost first, as
     wrappers of `_init_args_hst` would see them: one may return copies of its own, (args_hst, kwargs_hst), that
     the ones outside it get); `on_launch_end(launch, error)` after the launch (innermost first; error: what it
@@ -104,6 +109,8 @@ class _Listening:
         # (rank in versions.LAYERS, listener, the memory ops it hears: memory_events.listen)
         self.entries: list[tuple[int, Any, frozenset[str]]] = []
         self.batch: list[Any] = []  # listeners with a batch's checkpoint (outermost first)
+        self.around_launch: list[Callable] = []  # outermost first
+        self.host_args: list[Callable] = []  # outermost first
         self.on_launch: list[Callable] = []  # outermost first
         self.before_host_args: list[Callable] = []  # outermost first
         self.on_host_args: list[Callable] = []  # innermost first
@@ -115,6 +122,8 @@ class _Listening:
         self.entries.sort(key=lambda e: -e[0])  # the same order whatever the order of listen() calls
         outer_first = [e[1] for e in self.entries]
         self.batch[:] = [x for x in outer_first if hasattr(x, "checkpoint")]
+        self.around_launch[:] = [x.around_launch for x in outer_first if hasattr(x, "around_launch")]
+        self.host_args[:] = [x.host_args for x in outer_first if hasattr(x, "host_args")]
         self.on_launch[:] = [x.on_launch for x in outer_first if hasattr(x, "on_launch")]
         self.before_host_args[:] = [x.before_host_args for x in outer_first if hasattr(x, "before_host_args")]
         self.on_host_args[:] = [x.on_host_args for x in reversed(outer_first) if hasattr(x, "on_host_args")]
@@ -134,7 +143,8 @@ def listen(layer: str, listener: Any, ops: frozenset[str] = frozenset()) -> None
     (versions.LAYERS); listening again replaces its earlier registration. A listener of memory ops registers
     through memory_events.listen, which calls this with the ops it hears."""
     LISTENING.add(layer, listener, ops)
-    hooks = LISTENING.on_launch, LISTENING.before_host_args, LISTENING.on_host_args, LISTENING.on_launch_end
+    hooks = (LISTENING.on_launch, LISTENING.before_host_args, LISTENING.on_host_args, LISTENING.on_launch_end,
+             LISTENING.around_launch, LISTENING.host_args)
     if any(hooks) and not _installed():
         install()
 
@@ -301,7 +311,7 @@ def _argspec(fn) -> inspect.FullArgSpec:
 
 
 def _call(original):
-    def __call__(self, *args_dev, **kwargs):
+    def inner(self, *args_dev, **kwargs):
         """GridExecutor.__call__ with the grid loop run by the batched engine where it can; the serial engine
         (Triton's own __call__) otherwise. The steps before and after the loop are Triton's, in its order."""
         launch = Launch(self, args_dev, kwargs, current_launch())
@@ -324,7 +334,25 @@ def _call(original):
         _end(ends, launch, None)
         return out
 
+    def __call__(self, *args_dev, **kwargs):
+        """The listeners' around_launch hooks, outermost first, then the launch (inner)."""
+        arounds = LISTENING.around_launch
+        if not arounds:
+            return inner(self, *args_dev, **kwargs)
+        return _around(tuple(arounds), 0, inner)(self, *args_dev, **kwargs)
+
     return __call__
+
+
+def _around(arounds: tuple, i: int, inner: Callable) -> Callable:
+    """What around_launch hook `i` gets as `proceed`: the hooks inside it, then the launch."""
+    if i == len(arounds):
+        return inner
+
+    def proceed(executor, *args, **kwargs):
+        return arounds[i](_around(arounds, i + 1, inner), executor, *args, **kwargs)
+
+    return proceed
 
 
 def _end(ends: list[Callable], launch: Launch, error: BaseException | None) -> None:
@@ -345,6 +373,10 @@ def _host_args(original):
         """Triton's host copies of a launch's arguments, handed to every listener's on_host_args."""
         launch = current_launch()
         if launch is not None:
+            for hook in LISTENING.host_args:
+                copies = hook(launch)
+                if copies is not None:
+                    return copies
             for hook in LISTENING.before_host_args:
                 hook(launch)
         args_hst, kwargs_hst = original(*args, **kwargs)

@@ -45,8 +45,8 @@ layers = {}
 for owner, name, _ in versions._ORIGINALS.values():
     layers[f"{versions.owner_label(owner)}.{name}"] = versions.layers_of(owner, name)
 listening = {op: memory_events.listeners(op) for op in memory_events.OPS}
-launching = {hook: grid_loop.LISTENING.names(hook) for hook in ("on_launch", "before_host_args", "on_host_args",
-                                                                 "on_launch_end")}
+launching = {hook: grid_loop.LISTENING.names(hook) for hook in ("around_launch", "on_launch", "host_args",
+                                                                 "before_host_args", "on_host_args", "on_launch_end")}
 print(json.dumps({"version": versions.TRITON_VERSION, "patched": sorted(versions.PATCHED),
                   "problems": versions.problems(), "unregistered": versions.unregistered(), "layers": layers,
                   "listening": listening, "launching": launching}))
