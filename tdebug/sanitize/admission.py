@@ -14,11 +14,9 @@ BYTES_PER_ELEMENT = 24
 
 def launch_bytes(launch) -> int:
     """Host memory the launch's checks will take, estimated from its distinct storages and the smallest element
-    size among its tensor arguments."""
-    sizes = [a.element_size() for a in list(launch.args_dev) + list(launch.kwargs.values())
-             if hasattr(a, "element_size") and hasattr(a, "untyped_storage")]
-    elsize = min(sizes, default=4)
-    return BYTES_PER_ELEMENT * sum(s.nbytes() for s in launch.device_storages()) // elsize
+    size among its tensor arguments (both found once by the Launch)."""
+    storages = launch.device_storages()
+    return BYTES_PER_ELEMENT * sum(s.nbytes() for s in storages) // (launch.smallest_element() or 4)
 
 
 class HostMemoryTurns:

@@ -207,15 +207,14 @@ def test_the_sanitizers_launch_listener_reserves_for_its_shadows_and_frees_at_th
 
     monkeypatch.setattr(admission.host_memory, "reserve", lambda nbytes: asked.append(nbytes) or Held())
 
-    class Launch:
-        args_dev = (torch.empty(100, dtype=torch.float16), 3, torch.empty(10, dtype=torch.float32))
-        kwargs = {"BLOCK": 16}
+    from tdebug.interpreter.batched.launch import Launch
 
-        def device_storages(self):
-            return [t.untyped_storage() for t in self.args_dev if isinstance(t, torch.Tensor)]
-
+    executor = type("Executor", (), {"fn": None})()
+    args = (torch.empty(100, dtype=torch.float16), 3, (torch.empty(10, dtype=torch.float32),))
+    launch = Launch(executor, args, {"BLOCK": 16})
+    assert launch.smallest_element() == 2 and len(launch.device_storages()) == 2
     turns = admission.HostMemoryTurns()
-    turns.on_launch(Launch())
+    turns.on_launch(launch)
     assert asked == [admission.BYTES_PER_ELEMENT * (200 + 40) // 2] and not Held.released
-    turns.on_launch_end(Launch(), None)
+    turns.on_launch_end(launch, None)
     assert Held.released and turns.waited == 0.25 and turns.held == []

@@ -20,8 +20,8 @@ class Launch:
     in flight (`access`: set by memory_events), the statistics. A wrapper or listener reads the launch here
     instead of binding the call and walking its arguments itself."""
 
-    __slots__ = ("executor", "args_dev", "kwargs", "args", "grid", "_device_storages", "storages", "_parts",
-                 "batch", "access")
+    __slots__ = ("executor", "args_dev", "kwargs", "args", "grid", "_device_storages", "_smallest_element",
+                 "storages", "_parts", "batch", "access")
 
     def __init__(self, executor_obj, args_dev: tuple, kwargs: dict, outer: Launch | None = None) -> None:
         self.executor = executor_obj  # Triton's GridExecutor
@@ -29,6 +29,7 @@ class Launch:
         self.args: dict | None = None  # bound by name, as the kernel runs them (batched engine: set before its loop)
         self.grid: tuple[int, int, int] | None = None  # set when the grid is known (batched engine: before its loop)
         self._device_storages: list | None = None
+        self._smallest_element = 0
         self.storages: list | None = None  # the host copies' storages the batched engine undoes
         self._parts: dict[str, Any] | None = None  # owner -> its part of this launch's state (part())
         # The batch of programs running now (None: none, or the serial engine). A launch made while another's
@@ -48,8 +49,14 @@ class Launch:
     def device_storages(self) -> list:
         """The distinct storages of the call's tensor arguments (found once per launch)."""
         if self._device_storages is None:
-            self._device_storages = storages(list(self.args_dev) + list(self.kwargs.values()))
+            found, self._smallest_element = _tensor_storages(list(self.args_dev) + list(self.kwargs.values()))
+            self._device_storages = list(found.values())
         return self._device_storages
+
+    def smallest_element(self) -> int:
+        """The smallest element size in bytes among the call's tensor arguments (0: no tensor)."""
+        self.device_storages()
+        return self._smallest_element
 
     def part(self, owner: str, make: Callable[[], Any]) -> Any:
         """What `owner` (a layer) keeps for this launch only, made by make() at its first use."""
@@ -105,9 +112,16 @@ def leave(outer: Launch | None) -> None:
 def storages(values) -> list:
     """The distinct non-empty storages of the tensors among `values` (tuples and lists walked, a
     TensorWrapper's or TensorDescriptor's base taken)."""
+    return list(_tensor_storages(values)[0].values())
+
+
+def _tensor_storages(values) -> tuple[dict[int, Any], int]:
+    """storages() by address, and the smallest element size of the tensors found (0: none)."""
     seen: dict[int, Any] = {}
+    smallest = 0
 
     def visit(v) -> None:
+        nonlocal smallest
         if isinstance(v, (list, tuple)):
             for x in v:
                 visit(x)
@@ -117,7 +131,9 @@ def storages(values) -> list:
             storage = base.untyped_storage()
             if storage.nbytes():
                 seen.setdefault(storage.data_ptr(), storage)
+                size = base.element_size()
+                smallest = size if not smallest else min(smallest, size)
 
     for v in values:
         visit(v)
-    return list(seen.values())
+    return seen, smallest
