@@ -141,37 +141,33 @@ def _dispatched(op: str) -> Callable[[Callable], Callable]:
                 return original(*args, **kwargs)
             launch = current_launch()
             access = Access(op, bind(original, args, kwargs), LISTENING.unmasked, launch)
-            if launch is None:
-                return _run(hooks, access, original)
-            outer, launch.access = launch.access, access  # the memory ops below (batch_memory) read it there
+            if launch is not None:
+                outer, launch.access = launch.access, access  # the memory ops below (batch_memory) read it there
             try:
-                return _run(hooks, access, original)
+                # the listeners' before (outermost first), the op (unless refused), their after (innermost first)
+                reached = len(hooks)
+                for i, (before, _) in enumerate(hooks):
+                    if before is not None:
+                        before(access)
+                        if access.refused:
+                            reached = i + 1
+                            break
+                if access.refused:
+                    result = access.result
+                else:
+                    call = access.call
+                    result = original(*call.args, **call.kwargs)
+                for _, after in reversed(hooks[:reached]):
+                    if after is not None:
+                        after(access, result)
+                return result
             finally:
-                launch.access = outer
+                if launch is not None:
+                    launch.access = outer
 
         return dispatch
 
     return make
-
-
-def _run(hooks: list[tuple[Callable | None, Callable | None]], access: Access, original: Callable) -> Any:
-    """The listeners' before (outermost first), the op (unless refused), their after (innermost first)."""
-    reached = len(hooks)
-    for i, (before, _) in enumerate(hooks):
-        if before is not None:
-            before(access)
-            if access.refused:
-                reached = i + 1
-                break
-    if access.refused:
-        result = access.result
-    else:
-        call = access.call
-        result = original(*call.args, **call.kwargs)
-    for _, after in reversed(hooks[:reached]):
-        if after is not None:
-            after(access, result)
-    return result
 
 
 def _unmasked(original):

@@ -92,8 +92,10 @@ def _contiguous(original, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     values, or bytes past the array."""
     from triton.runtime.interpreter import TensorHandle
 
-    if all(not isinstance(v, TensorHandle) or not isinstance(v.data, np.ndarray) or v.data.flags.c_contiguous
-           for v in (*args, *kwargs.values())):
+    for v in (*args, *kwargs.values()):  # a loop, not all(genexpr): this runs on every atomic
+        if isinstance(v, TensorHandle) and isinstance(v.data, np.ndarray) and not v.data.flags.c_contiguous:
+            break
+    else:
         return args, kwargs
 
     def fixed(v):
