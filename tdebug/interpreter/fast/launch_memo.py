@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
-from ..batched.grid_loop import current_launch
+from ..batched.launch import current_launch
 from ..versions import patcher
 
 patch = patcher("launch_memo")

@@ -42,7 +42,7 @@ def install(limits: Limits) -> None:
     from triton.runtime import interpreter
 
     from ..batched import grid_loop
-    from ..batched.grid_loop import current_launch
+    from ..batched.launch import current_launch
     from ..versions import bind, patcher
 
     patch = patcher("limits")

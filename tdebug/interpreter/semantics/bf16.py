@@ -125,8 +125,8 @@ def encode(values: np.ndarray, dtype_name: str, toward_zero: bool = False) -> np
 
 
 def _encode_e4b15(values: np.ndarray) -> np.ndarray:
-    """fp8e4b15 codes of float values as compiled Triton makes them on sm_90 (tests/cpu/data/e4b15_h200.npz, every
-    fp16 and 327k fp32 values converted on an H200): to nearest, ties away from zero, saturating at 1.75 (code
+    """fp8e4b15 codes of float values as compiled Triton makes them on sm_90 (tests/cpu/data/e4b15_h200.npz: every
+    fp16 value and 83k fp32 values converted on an H200): to nearest, ties away from zero, saturating at 1.75 (code
     0x7E, not the format's 1.875); NaN and infinities saturate too, keeping their sign."""
     values = np.asarray(values, dtype=np.float64)
     magnitude = np.abs(values)
