@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..runtime.files import OutputError, WriteFailed, check_output, write_output
-from ..runtime.suite import durations_lines
+from ..runtime.suite import durations_lines, time_totals
 from .plugin import REPRO_ROOT
 
 
@@ -82,12 +82,7 @@ class Reporter:
             "crashed_or_hung": sum(bool(t["crash"]) for t in self.tests.values()),
             "in_process": sum(bool(t.get("in_process")) for t in self.tests.values()),
             "findings_by_check": dict(sorted(checks.items())),
-            # Where the tests' time went (wall seconds, summed over tests): their calls, of which Triton launches.
-            "time": {"seconds": round(sum(t["time"]["seconds"] for t in self.tests.values() if "time" in t), 3),
-                     "launch_seconds": round(sum(t["time"]["launch_seconds"] for t in self.tests.values()
-                                                 if "time" in t), 3),
-                     "wait_seconds": round(sum(t["time"].get("wait_seconds", 0.0) for t in self.tests.values()
-                                               if "time" in t), 3)},
+            "time": time_totals(self.tests.values()),
         }
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

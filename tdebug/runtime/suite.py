@@ -36,6 +36,15 @@ def slowest_kernel(launches: Iterable[dict]) -> dict | None:
     return {"kernel": kernel, "seconds": round(spent, 3), "launches": counts[kernel]}
 
 
+def time_totals(tests: Iterable[dict]) -> dict:
+    """Where the tests' time went (wall seconds, summed over the tests' records): their calls, of which Triton
+    launches, and before those, waits for host memory."""
+    timed = [t["time"] for t in tests if "time" in t]
+    return {"seconds": round(sum(t["seconds"] for t in timed), 3),
+            "launch_seconds": round(sum(t["launch_seconds"] for t in timed), 3),
+            "wait_seconds": round(sum(t.get("wait_seconds", 0.0) for t in timed), 3)}
+
+
 def durations_lines(tests: Iterable[dict], n: int) -> list[str]:
     """The n tests whose Triton launches took longest (0: every test), as pytest's --durations lists its slowest
     tests: seconds in launches, seconds in the test's own code (its call's other seconds), its launches (every
@@ -209,9 +218,7 @@ class Merged:
                 "with_findings": sum(bool(t["findings"]) for t in self.tests.values()),
                 "crashed_or_hung": sum(bool(t.get("crash")) for t in self.tests.values()),
                 "findings_by_check": dict(sorted(by_check.items())),
-                "time": {"seconds": round(sum(t["time"]["seconds"] for t in self.tests.values() if "time" in t), 3),
-                         "launch_seconds": round(sum(t["time"]["launch_seconds"] for t in self.tests.values()
-                                                     if "time" in t), 3)}}
+                "time": time_totals(self.tests.values())}
 
     def table(self) -> list[str]:
         """The tests that did not pass clean (a row each), then a row per shard and the totals."""
