@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
-from ..interpreter.batched import batch_memory, prescan, program_axis
+from ..interpreter.batched import batch_memory, grid_loop, prescan, program_axis
 from ..interpreter.frames import user_frame
 from ..interpreter.hooks import memory_events, provenance
 from ..interpreter.semantics.block_pointers import unchecked_dims
@@ -302,9 +302,11 @@ class SanitizerSession:
             one = copy.copy(executor)
             one.grid, one.pre_run_hooks = (1, 1, 1), []
             self.probing = (pid, grid, probe_checker)
+            grid_loop.FORCE_SERIAL.append(PROBING)  # the virtual program's id comes from set_grid_idx
             try:
                 original_call(one, *args, **kwargs)
             finally:
+                grid_loop.FORCE_SERIAL.remove(PROBING)
                 self.probing = None
                 forget_launches(records)
 
@@ -317,6 +319,9 @@ class SanitizerSession:
                 self.nan.enabled = True
         for ptr, evidence in found.items():
             self.case_evidence.setdefault(ptr, evidence)
+
+
+PROBING = "a program past the grid (the unwritten check's probe)"
 
 
 def session_for(options: SanitizeOptions, engine: str = "tdebug"):

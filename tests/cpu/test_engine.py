@@ -53,8 +53,11 @@ def test_scenarios_identical_under_both_engines():
     assert "program (5, 0, 0)" in runs["scenario_device_assert"]["error"]
     # Rows (a dense run of elements per program): done through strided views where nothing is found, lane by
     # lane where something may be (the same findings: the comparison above).
-    for name in ("dense_rows", "dense_rows_in_place", "dense_rows_uninitialised", "row_blocks"):
-        assert runs[f"scenario_{name}"]["rows_accesses"] >= 2, name
+    # (dense_rows' loop runs its iterations as lanes, loop_lanes.py: its lanes are no evenly spaced runs, so row
+    # blocks alone show Rows here; the head blocks below too.)
+    assert runs["scenario_row_blocks"]["rows_accesses"] >= 2
+    for name in ("dense_rows", "dense_rows_in_place", "dense_rows_uninitialised"):
+        assert runs[f"scenario_{name}"]["lane_chunks"] >= 1, name
     assert runs["scenario_dense_rows"]["findings"] == [] and runs["scenario_dense_rows_in_place"]["findings"] == []
     assert runs["scenario_dense_rows_read_race"]["findings"] == ["race"]
     assert runs["scenario_dense_rows_write_race"]["findings"] == ["race"]
@@ -92,6 +95,27 @@ def test_predicated_loops_identical_under_both_engines():
     for name in ("online_softmax", "own_bound", "silent_past_bound", "effects_in_loop", "varlen_recurrence",
                  "nested_ragged", "ragged_start"):
         assert runs[f"scenario_{name}"]["compacted_iterations"] >= 1, name
+
+
+def test_loop_lanes_identical_under_both_engines():
+    report = _diff("--scenarios", str(DATA / "lane_scenarios.py"))
+    assert report["differences"] == [], report["differences"]
+    runs = report["scenarios"]
+    # Run as lanes, nothing given up: accumulators folded in order (a bf16 product fused into its add), the counter
+    # in int arithmetic, offsets and beside fp32; one program too (a launch of one runs as a batch of one then).
+    for name in ("one_program", "programs", "bf16_fused", "int_wrap", "nan_in_fold", "counter_offsets", "past_end",
+                 "uninitialised"):
+        assert runs[f"scenario_{name}"]["lane_chunks"] >= 1 and runs[f"scenario_{name}"]["lanes_refused"] == 0, name
+    # Given up, the batch run again with the loop as written: a dependence through memory, two store ops meeting,
+    # an atomic, a Python `if` on the counter, the counter beside bf16 / int8 (a Python int types otherwise).
+    for name in ("store_then_load", "two_stores", "atomic", "counter_if", "counter_bf16", "counter_int8"):
+        assert runs[f"scenario_{name}"]["lanes_refused"] >= 1, name
+    # The findings made inside the lanes and the fold, as the serial engine makes them.
+    assert "DeviceAssertError" in runs["scenario_int_wrap"]["error"]  # the wrap, in the fold's add
+    assert "out of range for type int8" in runs["scenario_counter_int8"]["error"]
+    assert runs["scenario_nan_in_fold"]["findings"] == ["nan"]
+    assert runs["scenario_past_end"]["findings"] == ["bounds"]
+    assert "uninit" in runs["scenario_uninitialised"]["findings"]
 
 
 def test_catalogue_identical_under_both_engines():

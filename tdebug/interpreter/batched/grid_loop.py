@@ -27,10 +27,10 @@ import numpy as np
 
 from ... import settings
 from ..versions import LAYERS, forget_fault, layers_of, patcher
-from . import program_axis
+from . import prescan, program_axis
 from .batch_memory import MemoryUndo
 from .launch import Launch, current_launch, enter, leave, storages
-from .program_axis import Batch, Divergent, Unported
+from .program_axis import REFUSED_LANES, Batch, Divergent, LanesRefused, Unported
 
 patch = patcher("grid_loop")
 
@@ -78,6 +78,9 @@ class Stats:
     splits: int = 0
     predicated_loops: int = 0  # loops run once to the largest trip count of a batch (predicated_loops.py)
     compacted_iterations: int = 0  # their iterations run on the programs in the loop only (predicated_loops.py)
+    lane_chunks: int = 0  # chunks of a loop's iterations run as lanes of one batch (loop_lanes.py)
+    lane_iterations: int = 0  # the iterations in them
+    lanes_refused: int = 0  # batches run again with a loop iterating as written (program_axis.LanesRefused)
     fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
 
     def predicated_loop(self, compacted: bool = False) -> None:
@@ -176,6 +179,9 @@ class BatchedLaunch:
         self.args, self.grid, self.storages = launch.args, launch.grid, launch.storages
         self.batch_size = FIRST_BATCH
         self.serial_from: str | None = None  # why the rest of the launch runs serially
+        # A part of one program runs as a batch of one where the kernel has loops whose iterations may run as lanes
+        # of a batch (loop_lanes.py), on the serial engine otherwise
+        self.one_as_batch = prescan.lane_loops(fn)
 
     def run(self) -> None:
         order = _order(self.grid)
@@ -193,7 +199,7 @@ class BatchedLaunch:
         todo = [pids]
         while todo:
             part = todo.pop(0)
-            if part.shape[1] == 1 or self.serial_from is not None:
+            if (part.shape[1] == 1 and not self.one_as_batch) or self.serial_from is not None:
                 for i in range(part.shape[1]):
                     _serial_program(self.fn, self.args, tuple(int(v) for v in part[:, i]))
                 continue
@@ -208,12 +214,26 @@ class BatchedLaunch:
                     self.fn(**self.args)
                 except Exception as error:
                     raise _engine_signal(error) or error  # noqa: B904 - the engine's own signal, unwrapped
-            except (Divergent, Unported) as signal:
+            except (Divergent, Unported, LanesRefused) as signal:
                 launch.batch = None
                 memory.restore()
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
-                if isinstance(signal, Unported):
+                if isinstance(signal, Divergent) and batch.open_lanes is not None:
+                    # Lanes of a loop's iterations that disagree inside it (a predicated loop of a helper): that
+                    # loop iterates as written
+                    signal = LanesRefused(batch.open_lanes.key, "iterations of a loop diverge")
+                if isinstance(signal, LanesRefused):
+                    STATS.lanes_refused += 1
+                    REFUSED_LANES.add(signal.key)  # that loop iterates as written from now on
+                    _say(f"a loop's iterations as lanes: {signal.why}; the batch runs again")
+                    if part.shape[1] == 1:
+                        self.one_as_batch = False  # one program: the serial engine is the faster then
+                    todo.insert(0, part)
+                elif part.shape[1] == 1:  # a batch of one program gave up a predicated loop: the serial engine
+                    self.one_as_batch = False
+                    todo.insert(0, part)
+                elif isinstance(signal, Unported):
                     self.serial_from = f"{signal.what} is not batched"
                     todo.insert(0, part)
                 else:
@@ -226,7 +246,13 @@ class BatchedLaunch:
                 for listener, token in zip(LISTENERS, tokens):
                     listener.rollback(token)
                 forget_fault(error)
-                if batch.predicated:
+                if batch.open_lanes is not None:
+                    # Raised while a loop's iterations ran as lanes: the batch again, that loop as written, so that
+                    # a real error comes from the iteration that makes it.
+                    STATS.lanes_refused += 1
+                    REFUSED_LANES.add(batch.open_lanes.key)
+                    todo.insert(0, part)
+                elif batch.predicated:
                     # Raised while programs were out of a loop (their values are stand-ins): run the programs again
                     # grouped by trip count, without the predicate, so a real error comes from the program making it.
                     STATS.splits += 1
@@ -259,12 +285,12 @@ class BatchedLaunch:
             self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST))))
 
 
-def _engine_signal(error: BaseException) -> Divergent | Unported | None:
+def _engine_signal(error: BaseException) -> Divergent | Unported | LanesRefused | None:
     """The batched engine's signal that `error` carries: Triton's interpreter wraps what a nested @jit function
     (tl.sum, a kernel's helper) raises in an InterpreterError, the signal as its cause."""
     seen = 0
     while error is not None and seen < 32:
-        if isinstance(error, (Divergent, Unported)):
+        if isinstance(error, (Divergent, Unported, LanesRefused)):
             return error
         error, seen = error.__cause__, seen + 1
     return None
@@ -289,13 +315,11 @@ def _split(pids: np.ndarray, values: np.ndarray) -> list[np.ndarray]:
 
 
 def _why_serial(executor_obj, grid: tuple[int, int, int]) -> str | None:
-    from . import prescan
-
     if executor() == "serial":
         return "TDEBUG_EXECUTOR=serial"
     if FORCE_SERIAL:
         return FORCE_SERIAL[0]
-    if grid[0] * grid[1] * grid[2] < 2:
+    if grid[0] * grid[1] * grid[2] < 2 and not prescan.lane_loops(executor_obj.fn):
         return "one program"
     return prescan.serial_only(executor_obj.fn)
 

@@ -67,6 +67,13 @@ _ESCAPES = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast.A
             ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Try, ast.Delete)
 
 
+def _boolop_operands(node: ast.AST) -> set[int]:
+    """The lambdas boolops' rewrite made of `a and b`'s operands (called at once, inside the statement)."""
+    return {id(arg) for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == "__tdebug_boolops__"
+            for arg in n.args if isinstance(arg, ast.Lambda)}
+
+
 def _assigned(body: list[ast.stmt]) -> list[str]:
     names: list[str] = []
     for stmt in body:
@@ -94,8 +101,9 @@ class LoopRewriter:
             return node
         inside = set()
         for stmt in node.body:
+            operands = _boolop_operands(stmt)
             for n in ast.walk(stmt):
-                if isinstance(n, _ESCAPES):
+                if isinstance(n, _ESCAPES) and id(n) not in operands:
                     return node
                 inside.add(id(n))
         inside.add(id(node.target))
@@ -109,11 +117,19 @@ class LoopRewriter:
         self.count += 1
         at = _Place(node)
         call, at_call = node.iter, _Place(node.iter)
-        node.iter = at_call.helper("loop", [at_call.constant(target), call.func] + call.args, call.keywords)
+        # A loop whose iterations may run as lanes of one batch (lane_loop; loop_lanes.py): its accumulators'
+        # statements become accumulate() calls, which fold the iterations' terms in order.
+        accumulators = lane_accumulators(node)
+        reads = [n for n in _read(node.body) if n in self.local]
+        if accumulators is not None and reads:
+            node.body = _with_accumulate(node.body, accumulators)
+            node.iter = at_call.helper("lane_loop", [at_call.strings(list(accumulators)), at_call.constant(target),
+                                                     call.func] + call.args, call.keywords)
+        else:
+            node.iter = at_call.helper("loop", [at_call.constant(target), call.func] + call.args, call.keywords)
         begin = at.assign(state, at.helper("begin", [at.locals()]))
         made = [begin]  # the statements made here, in the order they run around the loop's own
         # The loop variable too: a per-program one (a start that differs between programs) is cut like any value.
-        reads = [n for n in _read(node.body) if n in self.local]
         # The function's other locals: those holding a per-program integer scalar are cut too (tdebug's store
         # records read every such local of the frame, and must find them all with the same programs).
         scalars = sorted(self.local - set(reads) - {target})
@@ -191,6 +207,117 @@ def _read(body: list[ast.stmt]) -> list[str]:
     return names
 
 
+_FOLDS = {ast.Add: "+", ast.Sub: "-"}  # an accumulator's update: `acc += term`, `acc = acc + term` (and -)
+
+
+def _target(stmt: ast.stmt) -> str | None:
+    """The one plain name a statement assigns (None: another kind of statement or target)."""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
+
+
+def _update(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
+    """(operator, term) of an accumulator's update statement, or None."""
+    name = _target(stmt)
+    if isinstance(stmt, ast.AugAssign) and type(stmt.op) in _FOLDS:
+        return _FOLDS[type(stmt.op)] + "=", stmt.value
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.BinOp) and type(stmt.value.op) in _FOLDS \
+            and isinstance(stmt.value.left, ast.Name) and stmt.value.left.id == name:
+        return _FOLDS[type(stmt.value.op)], stmt.value.right
+    return None
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def lane_accumulators(node: ast.For) -> tuple[str, ...] | None:
+    """The names a loop carries from one iteration to the next when every one of them is an accumulator (named only
+    by its updates `acc += term` / `acc = acc + term` (or -), at most one on any path through the body's `if`s,
+    its term naming no carried name): its iterations can then run as lanes of one batch, each accumulator folded
+    over the iterations' terms in order (loop_lanes.py). None: another dependence between iterations, or a loop
+    inside."""
+    body = node.body
+    if any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for stmt in body for n in ast.walk(stmt)):
+        return None
+    carried: list[str] = []
+    _carried(body, set(), set(_assigned(body)), carried)
+    for name in carried:
+        for leaf in _leaves(body):
+            if name not in _names_in(leaf):
+                continue
+            update = _update(leaf) if _target(leaf) == name else None
+            if update is None or _names_in(update[1]) & set(carried):
+                return None
+        if _updates_on_a_path(body, name) != 1:
+            return None
+    return tuple(carried)
+
+
+def _leaves(body: list[ast.stmt]):
+    """The body's statements through its `if`s (an `if`'s test as an expression statement of its own)."""
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            yield ast.Expr(stmt.test)
+            yield from _leaves(stmt.body)
+            yield from _leaves(stmt.orelse)
+        else:
+            yield stmt
+
+
+def _updates_on_a_path(body: list[ast.stmt], name: str) -> int:
+    """The most updates of `name` one iteration can run (an `if`'s branches are two paths)."""
+    count = 0
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            count += max(_updates_on_a_path(stmt.body, name), _updates_on_a_path(stmt.orelse, name))
+        elif _target(stmt) == name:
+            count += 1
+    return count
+
+
+def _with_accumulate(body: list[ast.stmt], accumulators: tuple[str, ...]) -> list[ast.stmt]:
+    """The body with each accumulator's update an accumulate() call, through its `if`s."""
+    out = []
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            stmt.body = _with_accumulate(stmt.body, accumulators)
+            stmt.orelse = _with_accumulate(stmt.orelse, accumulators)
+        elif _target(stmt) in accumulators:
+            stmt = _accumulating(stmt)
+        out.append(stmt)
+    return out
+
+
+def _carried(body: list[ast.stmt], bound: set[str], bound_anywhere: set[str], carried: list[str]) -> None:
+    """Add to `carried` the names of bound_anywhere that a statement of `body` reads before the iteration has
+    bound them (`bound`: the names bound so far on every path; an `if`'s branches each on their own)."""
+    def reading(names: list[str]) -> None:
+        carried.extend(n for n in names if n in bound_anywhere and n not in bound and n not in carried)
+
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            reading(_read([ast.Expr(stmt.test)]))
+            then, orelse = set(bound), set(bound)
+            _carried(stmt.body, then, bound_anywhere, carried)
+            _carried(stmt.orelse, orelse, bound_anywhere, carried)
+            bound |= then & orelse
+        else:
+            reading(_read([stmt]))
+            bound |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _accumulating(stmt: ast.stmt) -> ast.Assign:
+    """`acc = __tdebug_loops__.accumulate(acc, term, "+=")` for an accumulator's update `acc += term`."""
+    name = _target(stmt)
+    op, term = _update(stmt)
+    at = _Place(stmt)
+    return at.assign(name, at.helper("accumulate", [at.name(name), term, at.constant(op)]))
+
+
 def rewrite(tree: ast.AST) -> ast.AST:
     """The tree with its simple range loops predicated (the tree as it was when it has none)."""
     for function in getattr(tree, "body", []):
@@ -228,10 +355,79 @@ def _per_program(value: Any, batch) -> np.ndarray | None:
 def loop(target: str, make_range: Callable, *args: Any, **kwargs: Any) -> Iterator[int] | range:
     """The loop's iterable: the range itself, or (its start or stop differing between the batch's programs) the
     predicated iteration to the largest trip count. `target`: the loop variable's name."""
+    return _loop(sys._getframe(1), target, make_range, args, kwargs)
+
+
+# Set by loop_lanes.install(): (batch, each program's start, the trip count, the step, accumulators, the loop's
+# (code, line), its variable's name) -> the iterations as lanes of the batch, or None where they cannot run so.
+LANES: Callable | None = None
+
+
+def lane_loop(accumulators: tuple[str, ...], target: str, make_range: Callable, *args: Any,
+              **kwargs: Any) -> Iterator | range:
+    """loop() of a loop whose iterations may run as lanes of one batch (lane_accumulators said so): when the
+    programs agree on its range, loop_lanes runs them so, a chunk of iterations at a time."""
+    frame = sys._getframe(1)
+    batch = current_batch()
+    if LANES is not None and batch is not None and batch.index is None and batch.active is None:
+        bounds = _same_trips(batch, args)
+        if bounds is not None:
+            batch.loop_scalars.pop((frame.f_code, target), None)  # an earlier loop's values are stale now
+            key = (frame.f_code, frame.f_lineno, _constants(frame.f_locals))
+            chunks = LANES(batch, *bounds, accumulators, key, target)
+            if chunks is not None:
+                return chunks
+    return _loop(frame, target, make_range, args, kwargs)
+
+
+def _constants(frame_locals: dict) -> tuple:
+    """The frame's Python scalars (a kernel's constexprs, what it computed from them): a loop whose lanes were
+    given up is known by them too, so another specialisation of the kernel tries its own."""
+    return tuple(sorted((name, type(v).__name__, v) for name, v in frame_locals.items()
+                        if type(v) in (int, bool, str) and not name.startswith("__tdebug")))
+
+
+def _same_trips(batch, args: tuple) -> tuple[np.ndarray, int, int] | None:
+    """(each program's start, the trip count, the step) of a range whose every program makes the same number of
+    iterations, its step one for all (None: another range, or an argument that is no integer)."""
+    if len(args) not in (1, 2, 3):
+        return None
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    if _per_program(step, batch) is not None:
+        return None
+    try:
+        step = _int(step)
+        starts = _per_program(start, batch)
+        stops = _per_program(stop, batch)
+        begins = np.full(batch.size, _int(start), dtype=np.int64) if starts is None else starts
+        ends = np.full(batch.size, _int(stop), dtype=np.int64) if stops is None else stops
+    except (TypeError, ValueError):
+        return None
+    if step == 0:
+        return None
+    trips = np.maximum(0, -(-(ends - begins) // step)) if step > 0 else np.maximum(0, -(-(begins - ends) // -step))
+    if not (trips == trips[0]).all():
+        return None
+    return begins, int(trips[0]), step
+
+
+def accumulate(total: Any, term: Any, op: str) -> Any:
+    """`total += term` (op "+=", "-=", "+" or "-"), as the kernel wrote it; in a loop running as lanes, the
+    term of every iteration of the chunk folded into the total in order (loop_lanes)."""
+    batch = current_batch()
+    lanes = None if batch is None else batch.lanes
+    if lanes is not None:
+        return lanes.fold(total, term, _FOLD_OPS[op])
+    return _FOLD_OPS[op](total, term)
+
+
+_FOLD_OPS = {"+=": operator.iadd, "-=": operator.isub, "+": operator.add, "-": operator.sub}
+
+
+def _loop(frame, target: str, make_range: Callable, args: tuple, kwargs: dict) -> Iterator[int] | range:
     batch = current_batch()
     if batch is None or batch.index is not None or len(args) not in (1, 2, 3):
         return make_range(*args, **kwargs)
-    frame = sys._getframe(1)
     batch.loop_scalars.pop((frame.f_code, target), None)  # an earlier loop's values are stale now
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
     starts, stops = _per_program(start, batch), _per_program(stop, batch)
@@ -334,7 +530,14 @@ def begin(frame_locals: dict) -> _Iteration | None:
     iteration's state among them would hold its `before`, and so on back to the first iteration (every value of
     every iteration kept alive to the loop's end: 4-5 MB more per iteration of a causal attention's batch)."""
     batch = current_batch()
-    if batch is None or batch.active is None:
+    if batch is None:
+        return None
+    lanes = batch.pending_lanes
+    if lanes is not None:  # a chunk of iterations as lanes (loop_lanes): its state, with the locals it began with
+        batch.pending_lanes = None
+        lanes.before = {name: value for name, value in frame_locals.items() if not name.startswith("__tdebug")}
+        return lanes
+    if batch.active is None:
         return None
     before = {name: value for name, value in frame_locals.items() if not name.startswith("__tdebug")}
     return _Iteration(batch, batch.active, before)
@@ -348,6 +551,8 @@ COMPACT_AT = 0.75  # an iteration with at most this share of the batch's program
 
 
 def compacting(state: _Iteration | None) -> bool:
+    if state is not None and type(state) is not _Iteration:
+        return True  # lanes (loop_lanes): the values the body reads widened to them
     return state is not None and int(np.count_nonzero(state.active)) <= COMPACT_AT * state.batch.size
 
 
@@ -355,7 +560,9 @@ def compact(state: _Iteration, frame_locals: dict, reads: tuple[str, ...], scala
     """Run this iteration on the programs in the loop only: a batch of them becomes the current one and every
     per-program value the body reads is cut to their rows (returned by name, for the rewrite to rebind); end()
     puts the batch back. Nothing ({}) when a value read may hold per-program data this cannot cut (a block
-    pointer, a tuple, an object): the iteration runs predicated on the whole batch."""
+    pointer, a tuple, an object): the iteration runs predicated on the whole batch. (Lanes: loop_lanes widens.)"""
+    if type(state) is not _Iteration:
+        return state.widen(frame_locals, reads, scalars)
     batch = state.batch
     cut = {}
     for name in reads:
@@ -459,6 +666,8 @@ def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tupl
     widened to the whole batch first, and the names it only read as they were before it."""
     import triton.language as tl
 
+    if type(state) is not _Iteration:
+        return state.narrow(frame_locals, names, own, reads, scalars)
     out = {}
     part = state.part
     where = _close(state) if part is not None else None

@@ -80,3 +80,33 @@ def _scan(fn, code: types.CodeType, seen: set) -> set[str]:
         if inner is not None:
             names |= _scan(callee, inner, seen)
     return names
+
+
+_LANES: dict[types.CodeType, bool] = {}
+
+
+def lane_loops(fn) -> bool:
+    """Whether the kernel's own code has a loop whose iterations may run as lanes of one batch
+    (predicated_loops.lane_accumulators; loop_lanes.py): then even a launch of one program runs as a batch."""
+    code = _code(fn)
+    if code is None:
+        return False
+    if code not in _LANES:
+        _LANES[code] = _has_lane_loop(getattr(fn, "fn", fn))
+    return _LANES[code]
+
+
+def _has_lane_loop(function) -> bool:
+    import ast
+    import inspect
+    import textwrap
+
+    from .predicated_loops import _is_range, _read, lane_accumulators
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(node, ast.For) and _is_range(node.iter) and isinstance(node.target, ast.Name)
+               and not node.orelse and _read(node.body) and lane_accumulators(node) is not None
+               for node in ast.walk(tree))

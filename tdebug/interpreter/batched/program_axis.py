@@ -54,6 +54,19 @@ class Unported(EngineSignal):
         self.what = what
 
 
+class LanesRefused(EngineSignal):
+    """A loop's iterations ran as lanes (loop_lanes.py) and met what only an iteration at a time runs right (a
+    dependence between iterations through memory, an atomic, a value used as a Python bool or index that differs
+    between iterations): the batch runs again from its start with that loop iterating as written."""
+
+    def __init__(self, key: tuple, why: str) -> None:
+        super().__init__(why)
+        self.key, self.why = key, why
+
+
+REFUSED_LANES: set[tuple] = set()  # (code, line, constants) of each loop whose lanes met what they cannot run
+
+
 _BATCH_NUMBERS = itertools.count()
 
 
@@ -86,6 +99,11 @@ class Batch:
     # (code, name) -> (value, bound): an integer scalar first bound inside a predicated loop, and which programs
     # bound it (those that made no iteration did not): valid while the frame holds that very value
     loop_bound: dict[tuple, tuple] = field(default_factory=dict)
+    # A loop's iterations as lanes (loop_lanes.py): on the batch of lanes, its state (a row per program and
+    # iteration); on the batch it widens, the state the loop body's begin() is to pick up.
+    lanes: Any = None
+    pending_lanes: Any = None
+    open_lanes: Any = None  # on the batch a chunk of lanes widens, while it runs: an error then refuses the lanes
 
     @property
     def size(self) -> int:
@@ -307,6 +325,8 @@ def _per_program(name: str, effect: bool):
             batch = current_batch()
             if batch is None or batch.index is not None:
                 return original(*args, **kwargs)
+            if batch.lanes is not None:
+                batch.lanes.memory_op(name, args, kwargs)  # refuses an atomic; notes a load's or store's addresses
             if name == "create_atomic_rmw":
                 if batch.atomics:
                     raise Unported("a second atomic op in one program")
@@ -647,6 +667,8 @@ def uniform(tensor):
     first = deciding[0]
     if (deciding == first).all() or (deciding != deciding).all():
         return first
+    if batch.lanes is not None:  # the iterations of a loop disagree: they run one at a time
+        raise LanesRefused(batch.lanes.key, "iterations of a loop diverge")
     if batch.root is not None:  # a compacted iteration: split the batch grid_loop runs by its loop's trips
         raise Divergent(batch.root.trip_counts.copy())
     raise Divergent(values.copy())

@@ -408,6 +408,15 @@ class StoreRecorder:
                      rows: Rows | None) -> None:
         """What _store_program records for each program of the batch, for all of them at once: the arrays are
         kept (the batched engine's own copies) and read per program only when the records are."""
+        if batch.lanes is not None:  # a loop's iterations as lanes (loop_lanes): a store op of each iteration
+            trips, outer = batch.lanes.trips, batch.lanes.batch
+            for t in range(trips):
+                rows = np.arange(outer.size) * trips + t
+                self._store_batch(launch, outer, None if every is None else _of_lanes(every, rows), file, line,
+                                  _iteration(addresses, outer.size, trips, t),
+                                  None if mask is None else _iteration(np.asarray(mask), outer.size, trips, t),
+                                  elsize, atomic, None)
+            return
         key = (batch.serial, file, line)
         hit = self._hits[key] = self._hits.get(key, 0) + 1
         programs = batch.size
@@ -448,6 +457,24 @@ class StoreRecorder:
             every = {k: v if np.ndim(v) == 0 else v.copy() if isinstance(v, np.ndarray) else np.array(v)
                      for k, v in every.items()}
             launch.raw_scalars.append((batch.pids, np.flatnonzero(new), every))
+
+
+def _iteration(lanes: np.ndarray, programs: int, trips: int, t: int) -> np.ndarray:
+    """Iteration t's rows of a loop's lanes (program p's in row p * trips + t): one per program, a view."""
+    lanes = np.broadcast_to(lanes, (programs * trips,) + lanes.shape[1:]) if lanes.shape[0] != programs * trips \
+        else lanes
+    return lanes.reshape((programs, trips) + lanes.shape[1:])[:, t]
+
+
+def _of_lanes(every: dict, rows: np.ndarray) -> dict:
+    """The integer scalars (_integer_scalars) of the lanes `rows`, one per program."""
+    out = {}
+    for k, v in every.items():
+        if isinstance(v, program_axis.LoopValues):
+            out[k] = v.of_rows(rows)
+        else:
+            out[k] = v if np.ndim(v) == 0 else np.asarray(v)[rows]
+    return out
 
 
 def _widened(value, rows: np.ndarray, size: int):

@@ -69,7 +69,8 @@ def counted(iterable: Iterable) -> Iterator:
 
 
 def _counts(call: ast.expr) -> bool:
-    """A range() / tl.range() call, or predicated_loops' loop() standing in for one; not tl.static_range."""
+    """A range() / tl.range() call, or predicated_loops' loop() or lane_loop() standing in for one; not
+    tl.static_range."""
     if not isinstance(call, ast.Call):
         return False
     func = call.func
@@ -78,7 +79,8 @@ def _counts(call: ast.expr) -> bool:
     if isinstance(func, ast.Attribute):
         if func.attr == "range":
             return True
-        return func.attr == "loop" and isinstance(func.value, ast.Name) and func.value.id == "__tdebug_loops__"
+        return func.attr in ("loop", "lane_loop") and isinstance(func.value, ast.Name) \
+            and func.value.id == "__tdebug_loops__"
     return False
 
 

@@ -61,6 +61,7 @@ def scenarios(path, names: list[str], session) -> int:
         a = run_scenario(getattr(module, name), seed, session, "serial")
         splits, predicated = grid_loop.STATS.splits, grid_loop.STATS.predicated_loops
         compacted = grid_loop.STATS.compacted_iterations
+        chunks, refused = grid_loop.STATS.lane_chunks, grid_loop.STATS.lanes_refused
         rows = batch_memory.COUNTS.rows
         b = run_scenario(getattr(module, name), seed, session, "batched")
         report["scenarios"][name] = {"batched_launches": b["batched"], "error": b["error"],
@@ -68,7 +69,9 @@ def scenarios(path, names: list[str], session) -> int:
                                      "splits": grid_loop.STATS.splits - splits,
                                      "predicated_loops": grid_loop.STATS.predicated_loops - predicated,
                                      "compacted_iterations": grid_loop.STATS.compacted_iterations - compacted,
-                                     "rows_accesses": batch_memory.COUNTS.rows - rows}
+                                     "rows_accesses": batch_memory.COUNTS.rows - rows,
+                                     "lane_chunks": grid_loop.STATS.lane_chunks - chunks,
+                                     "lanes_refused": grid_loop.STATS.lanes_refused - refused}
         for key in ("out", "findings", "error", "records"):
             if not _same(a[key], b[key]):
                 report["differences"].append({"scenario": name, "what": key, "serial": str(a[key])[:400],

@@ -488,6 +488,30 @@ class Writer:
             self.emit(f"tl.store({name}_ptr + offs + {self.pick(['1', '2'])}, {v.name}, mask=offs < n)")
         self.features[f"store:{form}"] += 1
 
+    def accumulate(self) -> None:
+        """Inside a loop: `t += term` (what loop_lanes folds), the term from the pool, a load at the loop's offset,
+        or with the loop's counter in it."""
+        t = self.value()
+        if t is None:
+            return
+        form = self.pick(["value", "load", "counter"])
+        if form == "load":
+            x, d = self.input()
+            term = f"tl.load({x}_ptr + pid + i)" if t.scalar else \
+                f"tl.load({x}_ptr + offs + i, mask=offs + i < n, other=0)"
+        elif t.scalar:  # a scalar's term: another scalar (a block would make the accumulator one)
+            a = self.value(scalar=True)
+            if a is None:
+                return
+            term = f"{a.name} {self.pick(['+', '*', '-'])} i" if form == "counter" else a.name
+        else:
+            r = self.binary()
+            if r is None:
+                return
+            term = f"({r[0]}) {self.pick(['+', '*', '-'])} i" if form == "counter" else r[0]
+        self.emit(f"{t.name} {self.pick(['+=', '-='])} ({term}).to({TL[t.dtype]})")
+        self.features[f"loop:accumulate:{form}"] += 1
+
     def reassign(self) -> bool:
         """Inside an `if` or a loop: an existing value gets a new one of its own dtype and shape."""
         t = self.value()
@@ -502,10 +526,12 @@ class Writer:
     def body(self, loop: bool) -> None:
         for _ in range(self.draw(st.integers(1, 2))):
             kinds = ["reassign"] + [k for k in ("atomic", "store") if k in self.STATEMENTS]
-            kinds += ["load_acc"] if loop else []
+            kinds += ["load_acc", "accumulate"] if loop else []
             kind = self.pick(kinds)
             if kind == "reassign":
                 self.reassign()
+            elif kind == "accumulate":
+                self.accumulate()
             elif kind == "atomic":
                 mark = len(self.pool)
                 self.stmt_atomic()

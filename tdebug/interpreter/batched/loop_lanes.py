@@ -1,0 +1,387 @@
+"""A loop's iterations as lanes of one batch: a `for` whose iterations depend on each other only through
+accumulators runs its body once per chunk of iterations, every value with a row per (program, iteration).
+
+predicated_loops' rewrite marks such loops (lane_accumulators: every name the body carries from one iteration to
+the next is bound by one `acc += term` / `acc = acc + term`, and there is no loop inside) and turns each
+accumulator's update into accumulate(). When the programs of a batch agree on the loop's range, lane_loop() hands
+the chunks out: for each, a batch of P x T lanes (program p's iteration t in row p * T + t, every lane naming its
+program), the values the body reads widened to it (predicated_loops' compaction with rows repeated), and the loop
+variable a LaneCounter (each lane's iteration). Each op of the body then runs once for the chunk; accumulate()
+folds the chunk's terms into the accumulator in iteration order, one op per iteration on the batch of programs
+(the same ops, roundings, checks and lines as the serial engine's `acc += term`); at the chunk's end each name the
+body bound takes its last iteration's value.
+
+Exactness is checked, not assumed. The loop variable, an int in the serial engine (loop_counters.LoopCounter),
+keeps Python's arithmetic with ints and Python scalars' type rules against tensors, and refuses any other use
+(LaneCounter; the semantic's binary-op check). Every load and store of a chunk is noted: a store that another
+iteration's load or another store op reaches (same address, another iteration) would see another order than
+the serial engine's. An atomic, lanes that disagree on a Python bool or index, an error: each raises
+program_axis.LanesRefused, and grid_loop runs the batch again from its start, after undoing it, with that loop
+iterating as written (from then on, in the process).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ... import settings
+from ..semantics.loop_counters import LoopCounter
+from ..versions import patcher
+from . import predicated_loops, program_axis
+from .launch import current_launch
+from .program_axis import MARK, REFUSED_LANES, LanesRefused, mark
+
+patch = patcher("predicated_loops")
+
+FIRST_TRIPS = 16  # iterations in a chunk before any memory op told the blocks' size (program_axis.LARGEST)
+MAX_TRIPS = 1 << 14  # iterations in a chunk, at most
+WIDTH = 4  # a chunk's lanes hold up to this many times a batch's elements (TDEBUG_BATCH_ELEMENTS)
+LOADS = {"create_load": False, "create_masked_load": False, "create_store": True, "create_masked_store": True}
+
+
+def lanes(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[str, ...], key: tuple, target: str):
+    """The loop's iterable (predicated_loops.LANES): chunks of its iterations as lanes (every program of the batch
+    making `trips` of them, from its own start), or None where the loop iterates as written (fewer than two
+    iterations, refused before, a batch that is itself a part of one)."""
+    if key in REFUSED_LANES or trips < 2 or not program_axis.PER_LANE or batch.root is not None \
+            or batch.lanes is not None or batch.whole is not None:
+        return None
+    return _chunks(batch, begins, trips, step, accumulators, key, target)
+
+
+def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[str, ...], key: tuple,
+            target: str):
+    from .grid_loop import BATCH_ELEMENTS, STATS
+
+    done = 0
+    while done < trips:
+        if program_axis.LARGEST:
+            size = WIDTH * BATCH_ELEMENTS // (batch.size * program_axis.LARGEST)
+        else:
+            size = FIRST_TRIPS
+        size = max(1, min(trips - done, MAX_TRIPS, size))
+        last = begins + (done + size - 1) * step  # each program's value of the variable after the chunk
+        batch.pending_lanes = Lanes(batch, size, accumulators, key, target, last)
+        STATS.lane_chunks += 1
+        STATS.lane_iterations += size
+        # program p's iteration done + t in lane p * size + t
+        values = begins[:, None] + (done + np.arange(size, dtype=np.int64))[None, :] * step
+        yield lane_counter(values.reshape(-1), key)
+        batch.pending_lanes = None
+        done += size
+    # After the loop each program's variable holds its last iteration's value (what store records name it by).
+    batch.loop_scalars[(key[0], target)] = program_axis.LoopValues(begins + (trips - 1) * step,
+                                                                    np.ones(batch.size, dtype=bool))
+
+
+class Lanes:
+    """One chunk of a loop's iterations as lanes: the batch it widens, how many iterations, the loop's
+    accumulators, the lanes' batch once the body began, and the loads and stores it made."""
+
+    def __init__(self, batch, trips: int, accumulators: tuple[str, ...], key: tuple, target: str,
+                 last: np.ndarray) -> None:
+        self.batch, self.trips, self.accumulators, self.key = batch, trips, accumulators, key
+        self.target, self.last = target, last
+        self.before: dict = {}
+        self.part = None
+        self.accesses: list[tuple[bool, int, np.ndarray, np.ndarray | None, int]] = []
+
+    def refuse(self, why: str) -> None:
+        raise LanesRefused(self.key, why)
+
+    # -- the chunk's start and end (predicated_loops.compact and end call these) ---------------------------------
+    def widen(self, frame_locals: dict, reads: tuple[str, ...], scalars: tuple[str, ...]) -> dict:
+        """The lanes' batch current, and every per-program value the body reads (and every per-program integer
+        scalar of the frame: what store records read) widened to it, by name for the rewrite to rebind."""
+        batch = self.batch
+        rows = np.repeat(np.arange(batch.size), self.trips)
+        wide = {}
+        for name in dict.fromkeys(reads + scalars):
+            if name in self.accumulators or name not in frame_locals:
+                continue
+            value = frame_locals[name]
+            kind = predicated_loops._cuttable(value)
+            if kind is None:
+                if name in reads:
+                    self.refuse(f"`{name}` holds what lanes cannot carry")
+                continue
+            if kind and np.shape(value.handle.data)[0] == batch.size:
+                wide[name] = predicated_loops._cut(value, rows)
+        part = program_axis.Batch(batch.pids[:, rows], effects=batch.effects, atomics=batch.atomics,
+                                  memory=batch.memory, serial=batch.serial)
+        part.loop_scalars = {k: v.of_rows(rows) for k, v in batch.loop_scalars.items()}
+        part.lanes = self
+        self.part = part
+        batch.open_lanes = self
+        current_launch().batch = part
+        return wide
+
+    def narrow(self, frame_locals: dict, names: tuple[str, ...], own: tuple[str, ...], reads: tuple[str, ...],
+               scalars: tuple[str, ...]) -> dict:
+        """The batch of programs current again; each name the body bound takes its last iteration's value (an
+        accumulator holds its folded total already), the names it only read their values from before."""
+        import triton.language as tl
+
+        batch, part = self.batch, self.part
+        current_launch().batch = batch
+        batch.effects, batch.atomics = part.effects, part.atomics
+        self._check_memory()
+        last = np.arange(batch.size) * self.trips + (self.trips - 1)
+        out = {}
+        for name in names:
+            if name not in frame_locals:
+                if name in self.before:
+                    self.refuse(f"`{name}` was unbound by the iteration")
+                continue
+            value = frame_locals[name]
+            if name in self.accumulators:
+                out[name] = value
+                continue
+            if isinstance(value, tl.tensor) and getattr(value.handle, MARK, False) \
+                    and np.shape(value.handle.data)[0] == part.size:
+                if name in own and value.type.is_block():
+                    continue  # used in the body only: the next chunk binds it again before reading it
+                if type(value) is _counter_class():
+                    self.refuse(f"`{name}` holds the loop's counter after the loop")
+                value = predicated_loops._cut(value, last)
+            out[name] = value
+        out.update({name: self.before[name] for name in reads + scalars if name not in names and name in self.before})
+        out[self.target] = _after(self.last)
+        batch.open_lanes = None
+        return out
+
+    # -- the body's accumulators -------------------------------------------------------------------------------
+    def fold(self, total: Any, term: Any, op) -> Any:
+        """`total op term` once per iteration of the chunk, in order, on the batch of programs: the term's rows of
+        each iteration in turn."""
+        batch, part = self.batch, self.part
+        counter = _counter_class()
+        if type(term) is counter or type(total) is counter:
+            self.refuse("an accumulator sums the loop's counter")
+        wide = getattr(getattr(term, "handle", None), MARK, False) and np.shape(term.handle.data)[0] == part.size
+        starts = np.arange(batch.size) * self.trips
+        launch = current_launch()
+        launch.batch = batch
+        try:
+            for t in range(self.trips):
+                total = op(total, predicated_loops._cut(term, starts + t) if wide else term)
+        finally:
+            launch.batch = part
+        return total
+
+    # -- memory ------------------------------------------------------------------------------------------------
+    def memory_op(self, name: str, args: tuple, kwargs: dict) -> None:
+        """A memory op of the lanes (program_axis): an atomic refuses them, a load's or store's addresses noted."""
+        if name == "create_assert":
+            return
+        if name not in LOADS:
+            self.refuse(f"{name} in the loop")
+        store = LOADS[name]
+        ptrs = args[0] if args else kwargs.get("ptrs", kwargs.get("ptr"))
+        if name == "create_masked_load":
+            mask = args[1] if len(args) > 1 else kwargs.get("mask")
+        elif name == "create_masked_store":
+            mask = args[2] if len(args) > 2 else kwargs.get("mask")
+        else:
+            mask = None
+        try:
+            size = max(1, ptrs.dtype.element_ty.primitive_bitwidth // 8)
+        except AttributeError:
+            self.refuse("a memory op whose pointer type lanes cannot read")
+        self.accesses.append((store, len(self.accesses), _lanes_of(ptrs, self.part.size),
+                              None if mask is None else _lanes_of(mask, self.part.size), size))
+
+    def _check_memory(self) -> None:
+        """Refuse the lanes when an address stored by some iteration is loaded by another, or stored by another
+        iteration through another op: the serial engine's order and the lanes' would differ."""
+        stores = [a for a in self.accesses if a[0]]
+        if not stores:
+            return
+        iteration = np.arange(self.part.size, dtype=np.int64) % self.trips
+        flat = [_active(a, iteration) for a in self.accesses]
+        for s in stores:
+            s_addr, s_iter = flat[s[1]]
+            if s_addr.size == 0:
+                continue
+            for other in self.accesses:
+                if other[1] == s[1]:
+                    continue  # one store op: its lanes are written in iteration order
+                o_addr, o_iter = flat[other[1]]
+                if o_addr.size == 0 or o_addr.min() > s_addr.max() + 8 or o_addr.max() + 8 < s_addr.min():
+                    continue
+                if other[4] != s[4]:
+                    self.refuse("accesses of two element sizes meet in the loop")
+                common = np.intersect1d(s_addr, o_addr)
+                if common.size == 0:
+                    continue
+                both = np.concatenate([s_addr, o_addr])
+                its = np.concatenate([s_iter, o_iter])
+                met = np.isin(both, common)
+                pairs = np.unique(both[met].astype(np.int64) * self.trips + its[met])
+                if np.unique(pairs // self.trips).size != pairs.size:
+                    self.refuse("an address one iteration stores, another reaches")
+
+
+def _after(values: np.ndarray):
+    """The loop variable after a chunk, as the predicated loop has it: the int every program agrees on (a
+    LoopCounter, as the serial engine's), else a per-program int scalar tensor."""
+    if (values == values[0]).all():
+        return LoopCounter(int(values[0]))
+    dtype = np.int32 if predicated_loops._fits_int32(values) else np.int64
+    return predicated_loops._program_scalars(values, dtype)
+
+
+def _lanes_of(handle, size: int) -> np.ndarray:
+    data = np.asarray(handle.data)
+    if getattr(handle, MARK, False) and data.shape[:1] == (size,):
+        return data
+    return np.broadcast_to(data, (size,) + data.shape)
+
+
+def _active(access, iteration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The addresses an access reached (its mask's lanes) and the iteration of each."""
+    _, _, ptrs, mask, _ = access
+    its = np.broadcast_to(iteration.reshape((-1,) + (1,) * (ptrs.ndim - 1)), ptrs.shape)
+    if mask is None:
+        return ptrs.reshape(-1).astype(np.int64), its.reshape(-1)
+    on = np.broadcast_to(mask.astype(bool), ptrs.shape)
+    return ptrs[on].astype(np.int64), its[on]
+
+
+# -- the loop variable ---------------------------------------------------------------------------------------------
+_COUNTER: list[type] = []
+_INT32 = (-(2**31), 2**31)
+
+
+def _counter_class() -> type:
+    """LaneCounter, made once triton.language is imported (it subclasses tl.tensor)."""
+    if not _COUNTER:
+        import triton.language as tl
+
+        class LaneCounter(tl.tensor):
+            """A loop's counter with one value per lane: an int32 (int64 past its range) scalar tensor, as
+            loop_counters' LoopCounter answers, whose arithmetic with ints stays a counter with Python's values;
+            with a tensor it is a Python int's scalar constant (checked where the type rules differ: the semantic's
+            binary-op check); any other use refuses the lanes."""
+
+            def lane_values(self) -> np.ndarray:
+                return np.asarray(self.handle.data).reshape(-1).astype(np.int64)
+
+        def arithmetic(name: str, fn, reflected: bool):
+            def op(self, other):
+                value = other.value if isinstance(other, tl.constexpr) else other
+                if type(value) is LaneCounter or isinstance(value, (int, np.integer)):
+                    mine = self.lane_values()
+                    theirs = value.lane_values() if type(value) is LaneCounter else int(value)
+                    a, b = (theirs, mine) if reflected else (mine, theirs)
+                    return lane_counter(_exact(fn, a, b, self.key), self.key)
+                if isinstance(value, tl.tensor):
+                    return getattr(tl.tensor, name)(self, other)
+                raise LanesRefused(self.key, f"the loop's counter {name} {type(value).__name__}")
+
+            op.__name__ = name
+            return op
+
+        for name, fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("floordiv", np.floor_divide),
+                         ("mod", np.mod)):
+            setattr(LaneCounter, f"__{name}__", arithmetic(f"__{name}__", fn, False))
+            setattr(LaneCounter, f"__r{name}__", arithmetic(f"__r{name}__", fn, True))
+
+        def refusing(name: str):
+            def op(self, *others):
+                if all(isinstance(o, tl.tensor) and type(o) is not LaneCounter for o in others):
+                    return getattr(tl.tensor, name)(self, *others)
+                raise LanesRefused(self.key, f"the loop's counter in {name}")
+
+            op.__name__ = name
+            return op
+
+        for name in ("__truediv__", "__rtruediv__", "__lshift__", "__rlshift__", "__rshift__", "__rrshift__",
+                     "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lt__", "__le__", "__gt__",
+                     "__ge__", "__eq__", "__ne__", "__pow__", "__rpow__", "__invert__"):
+            setattr(LaneCounter, name, refusing(name))
+        LaneCounter.__neg__ = lambda self: lane_counter(-self.lane_values(), self.key)
+        LaneCounter.__pos__ = lambda self: self
+        LaneCounter.__hash__ = object.__hash__
+        _COUNTER.append(LaneCounter)
+    return _COUNTER[0]
+
+
+def lane_counter(values: np.ndarray, key: tuple):
+    """The loop's counter of a chunk's lanes: int32 where every value fits it, int64 where none does."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    fits = (values >= _INT32[0]) & (values < _INT32[1])
+    if fits.all():
+        ty, dtype = tl.int32, np.int32
+    elif not fits.any():
+        ty, dtype = tl.int64, np.int64
+    else:
+        raise LanesRefused(key, "the loop's counter is an int32 in some iterations, an int64 in others")
+    out = _counter_class()(mark(TensorHandle(values.astype(dtype).reshape(-1, 1), ty)), ty)
+    out.key = key
+    return out
+
+
+def _exact(fn, a, b, key: tuple) -> np.ndarray:
+    """fn(a, b) in int64, refused where Python's ints would leave its range (or divide by zero)."""
+    def largest(v) -> int:
+        return abs(v) if isinstance(v, int) else int(np.max(np.abs(v)))
+
+    big = max(largest(a), largest(b))
+    if big >= 2**62:
+        raise LanesRefused(key, "the loop's counter past int64")
+    if fn is np.multiply:
+        safe = max(1, largest(a)) * max(1, largest(b)) < 2**62
+    elif fn in (np.floor_divide, np.mod):
+        safe = big < 2**62 and bool(np.all(np.asarray(b) != 0))
+    else:
+        safe = big < 2**61
+    if not safe:
+        raise LanesRefused(key, "the loop's counter past int64, or divided by zero")
+    return fn(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+
+
+def _check_pairing(counter, other) -> None:
+    """Refuse a binary op where a Python int's scalar constant and the counter's tensor would type differently: a
+    tensor operand other than int32/int64 (int64 only for a counter past int32's range), fp32/fp64 or a pointer."""
+    if type(other) is type(counter) or isinstance(other, numbers.Number):
+        return
+    scalar = getattr(getattr(other, "type", None), "scalar", None)
+    if scalar is None:
+        raise LanesRefused(counter.key, "the loop's counter beside a value lanes cannot type")
+    if scalar.is_ptr():
+        return
+    name = getattr(scalar, "name", "")
+    if name in ("int64", "fp32", "fp64") or (name == "int32" and counter.type.scalar.name == "int32"):
+        return  # the type a Python int's constant would give (beside fp32/fp64: the float, the value rounded once)
+    raise LanesRefused(counter.key, f"the loop's counter beside a {name} tensor")
+
+
+def _binary_checked(original):
+    def binary_op_type_checking_impl(*args, **kwargs):
+        lhs = args[1] if len(args) > 1 else kwargs.get("lhs")
+        rhs = args[2] if len(args) > 2 else kwargs.get("rhs")
+        counter = _COUNTER[0] if _COUNTER else None
+        if counter is not None:
+            if type(lhs) is counter:
+                _check_pairing(lhs, rhs)
+            if type(rhs) is counter:
+                _check_pairing(rhs, lhs)
+        return original(*args, **kwargs)
+
+    return binary_op_type_checking_impl
+
+
+def install() -> None:
+    """Loops marked by predicated_loops' rewrite run their iterations as lanes (TDEBUG_LOOP_LANES on)."""
+    from triton.language.semantic import TritonSemantic
+
+    if not settings.get("TDEBUG_LOOP_LANES"):
+        return
+    predicated_loops.LANES = lanes
+    patch(TritonSemantic, "binary_op_type_checking_impl", _binary_checked)

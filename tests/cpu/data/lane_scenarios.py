@@ -1,0 +1,231 @@
+"""Loops whose iterations the batched engine runs as lanes of one batch (tdebug/interpreter/batched/loop_lanes.py):
+accumulators folded in order (fp32, a bf16 product fused into its add, an int32 sum that wraps, a NaN made in the
+fold), under constexpr `if`s, one program and many; and what must make it give the lanes up, with the same results:
+an address stored by one iteration and loaded by a later one, two store ops meeting across iterations, an atomic,
+a Python `if` on the loop's counter, the counter beside a bf16 or int8 tensor (typed as a Python int would be: an
+int8 out of its range is the front end's error), an out-of-bounds load in one iteration, an uninitialised read.
+engine_diff.py runs each under the serial and the batched engine (outputs bit for bit, findings, store records, the
+error)."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+def _rand(seed: int, *shape, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+@triton.jit
+def rows_backward_kernel(dy_ptr, x_ptr, w_ptr, dx_ptr, dw_ptr, rows, n, rows_per_program,
+                         BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """Liger's rms_norm backward in shape: each program a range of rows, dw summed over them (an accumulator
+    updated in one branch of constexpr `if`s), dx stored per row."""
+    pid = tl.program_id(0).to(tl.int64)
+    start = pid * rows_per_program
+    end = tl.minimum((pid + 1) * rows_per_program, rows)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    dw = tl.zeros((BLOCK,), dtype=tl.float32)
+    for row in range(start, end):
+        dy = tl.load(dy_ptr + row * n + cols, mask=mask, other=0.0)
+        x = tl.load(x_ptr + row * n + cols, mask=mask, other=0.0).to(tl.float32)
+        m = dy.to(tl.float32) * w
+        dx = m - tl.sum(m * x, axis=0) / n * x
+        if MODE == 0:
+            dw += dy.to(tl.float32) * x
+        else:
+            dw += (dy * x.to(dy.dtype)).to(tl.float32)
+        tl.store(dx_ptr + row * n + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    tl.store(dw_ptr + pid * n + cols, dw, mask=mask)
+
+
+def _rows_backward(seed: int, programs: int, dtype, mode: int, rows: int):
+    n = 50
+    dy, x, w = _rand(seed, rows, n, dtype=dtype), _rand(seed + 1, rows, n, dtype=dtype), _rand(seed + 2, n)
+    dx = torch.empty(rows, n, dtype=dtype)
+    dw = torch.empty(programs, n)
+    rows_backward_kernel[(programs,)](dy, x, w, dx, dw, rows, n, triton.cdiv(rows, programs), BLOCK=64, MODE=mode)
+    return dx, dw
+
+
+def scenario_one_program(seed: int):
+    return _rows_backward(seed, 1, torch.float32, 0, 37)
+
+
+def scenario_programs(seed: int):
+    return _rows_backward(seed, 5, torch.float32, 0, 40)
+
+
+def scenario_bf16_fused(seed: int):
+    return _rows_backward(seed, 3, torch.bfloat16, 1, 39)
+
+
+@triton.jit
+def int_sum_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    """An int32 sum over the loop that wraps (the overflow check stops the kernel there, as a device_assert), and a
+    Python count of iterations."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    total = tl.zeros((BLOCK,), dtype=tl.int32)
+    count = 0
+    for k in range(0, steps):
+        total += tl.load(x_ptr + (pid * steps + k) * BLOCK + offs) * 1000
+        count += 1
+    tl.store(out_ptr + pid * BLOCK + offs, total + count)
+
+
+def scenario_int_wrap(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(2**20, 2**21, (2, 8, 16), generator=g, dtype=torch.int32)
+    out = torch.empty(2, 16, dtype=torch.int32)
+    int_sum_kernel[(2,)](x, out, 8, BLOCK=16)
+    return out
+
+
+@triton.jit
+def inf_sum_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    """Terms that are finite, a sum that overflows to inf and then meets -inf: the NaN's origin is the fold's add."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(steps):
+        total += tl.load(x_ptr + (pid * steps + k) * BLOCK + offs)
+    tl.store(out_ptr + pid * BLOCK + offs, total)
+
+
+def scenario_nan_in_fold(seed: int):
+    x = _rand(seed, 2, 6, 8)
+    x[:, 1:3, :4] = 3e38
+    x[:, 4:6, :2] = -3e38
+    out = torch.empty(2, 8)
+    inf_sum_kernel[(2,)](x, out, 6, BLOCK=8)
+    return out
+
+
+@triton.jit
+def prefix_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    """Each iteration loads what the one before stored (a dependence through memory): lanes give up."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(1, steps):
+        prev = tl.load(out_ptr + (k - 1) * BLOCK + offs)
+        tl.store(out_ptr + k * BLOCK + offs, prev + tl.load(x_ptr + k * BLOCK + offs))
+        acc += prev
+    tl.store(out_ptr + steps * BLOCK + offs, acc)
+
+
+def scenario_store_then_load(seed: int):
+    x = _rand(seed, 6, 8)
+    out = torch.empty(7, 8)
+    prefix_kernel[(1,)](x, out, 6, BLOCK=8)
+    return out
+
+
+@triton.jit
+def two_stores_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    """Two store ops reach one row from different iterations (row r: the first op's in iteration r, the second's
+    in iteration steps - 1 - r): the serial engine's last write is not the lanes'."""
+    offs = tl.arange(0, BLOCK)
+    for k in range(steps):
+        v = tl.load(x_ptr + k * BLOCK + offs)
+        tl.store(out_ptr + k * BLOCK + offs, v)
+        tl.store(out_ptr + (steps - 1 - k) * BLOCK + offs, v * 2)
+
+
+def scenario_two_stores(seed: int):
+    x = _rand(seed, 5, 8)
+    out = torch.empty(5, 8)
+    two_stores_kernel[(1,)](x, out, 5, BLOCK=8)
+    return out
+
+
+@triton.jit
+def atomic_loop_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    for k in range(steps):
+        tl.atomic_add(out_ptr + offs, tl.load(x_ptr + (pid * steps + k) * BLOCK + offs))
+
+
+def scenario_atomic(seed: int):
+    x = _rand(seed, 3, 4, 8)
+    out = torch.zeros(8)
+    atomic_loop_kernel[(3,)](x, out, 4, BLOCK=8)
+    return out
+
+
+@triton.jit
+def counter_kernel(x_ptr, out_ptr, y_ptr, steps, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """The loop's counter in the body: a Python `if` on it (1), beside a bf16 tensor (2) or an int8 one (3), in
+    int arithmetic and an offset (0)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(steps):
+        x = tl.load(x_ptr + (pid * steps + k) * BLOCK + offs)
+        if MODE == 1:
+            if k == 2:
+                x = x * 3
+        if MODE == 2:
+            x = (x.to(tl.bfloat16) * (k * 37 + 250)).to(tl.float32)
+        if MODE == 3:
+            x = x + (tl.load(y_ptr + offs) + k * 20).to(tl.float32)
+        acc += x * (k * 2 - 1)
+    tl.store(out_ptr + pid * BLOCK + offs, acc)
+
+
+def _counter(seed: int, mode: int):
+    x = _rand(seed, 2, 9, 16)
+    y = torch.arange(16, dtype=torch.int8) * 7
+    out = torch.empty(2, 16)
+    counter_kernel[(2,)](x, out, y, 9, BLOCK=16, MODE=mode)
+    return out
+
+
+def scenario_counter_offsets(seed: int):
+    return _counter(seed, 0)
+
+
+def scenario_counter_if(seed: int):
+    return _counter(seed, 1)
+
+
+def scenario_counter_bf16(seed: int):
+    return _counter(seed, 2)
+
+
+def scenario_counter_int8(seed: int):
+    return _counter(seed, 3)
+
+
+@triton.jit
+def past_end_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    """The last iteration reads a block past x (a bounds finding), an early one an element x's poison left
+    unwritten (the scenario's x is torch.empty with its last row never written)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(steps):
+        acc += tl.load(x_ptr + (pid + k) * BLOCK + offs)
+    tl.store(out_ptr + pid * BLOCK + offs, acc)
+
+
+def scenario_past_end(seed: int):
+    x = _rand(seed, 6, 8)
+    out = torch.empty(3, 8)
+    past_end_kernel[(3,)](x, out, 5, BLOCK=8)
+    return out
+
+
+def scenario_uninitialised(seed: int):
+    x = torch.empty(6, 8)
+    x[:5] = _rand(seed, 5, 8)
+    out = torch.empty(3, 8)
+    past_end_kernel[(3,)](x, out, 4, BLOCK=8)
+    return out
