@@ -236,11 +236,12 @@ def _copy(storage):
 
 # Host memory an interpreted launch holds (runtime/host_memory.py admits it): per storage, four copies (the
 # interpreter's host copy, the snapshot, the interpreted and the compiled results) and per element the sanitizer's
-# shadow tables, store records and the engine's batches (measured on an H200: 16.4 GiB of peak RSS for one
-# Liger cross entropy at 2 x 4096 x 32000 fp32, a 1 GiB storage; that was before compare() went chunk by chunk,
-# which takes up to ~10 GiB of it away: kept as measured until a GPU run measures it again)
+# shadow tables, store records and the engine's batches. Measured on an H200, one Liger cross entropy at
+# 2 x 4096 x 32000 fp32 (a 1 GiB storage, 262M elements) in its own pytest: 16.4 GiB of peak RSS while compare()
+# made float64 copies of whole tensors, 5.1 GiB (the process's own included) since it goes chunk by chunk
+# (results/gpu/pytest-tdebug-liger.md); this estimate, 6.1 GiB for it, stays above that.
 HOST_COPIES = 4
-HOST_BYTES_PER_ELEMENT = 48
+HOST_BYTES_PER_ELEMENT = 8
 DEVICES = ("cuda",)  # the launches compared: those with tensor arguments on these devices
 
 
