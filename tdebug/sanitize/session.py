@@ -302,11 +302,10 @@ class SanitizerSession:
             one = copy.copy(executor)
             one.grid, one.pre_run_hooks = (1, 1, 1), []
             self.probing = (pid, grid, probe_checker)
-            grid_loop.FORCE_SERIAL.append(PROBING)  # the virtual program's id comes from set_grid_idx
             try:
-                original_call(one, *args, **kwargs)
+                with grid_loop.serially("a program past the grid (the unwritten check's probe)"):
+                    original_call(one, *args, **kwargs)
             finally:
-                grid_loop.FORCE_SERIAL.remove(PROBING)
                 self.probing = None
                 forget_launches(records)
 
@@ -319,9 +318,6 @@ class SanitizerSession:
                 self.nan.enabled = True
         for ptr, evidence in found.items():
             self.case_evidence.setdefault(ptr, evidence)
-
-
-PROBING = "a program past the grid (the unwritten check's probe)"
 
 
 def session_for(options: SanitizeOptions, engine: str = "tdebug"):

@@ -17,9 +17,10 @@ Which engine: TDEBUG_EXECUTOR = auto (default: batched where it can), batched, o
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,7 +31,7 @@ from ..versions import LAYERS, forget_fault, layers_of, patcher
 from . import prescan, program_axis
 from .batch_memory import MemoryUndo
 from .launch import Launch, current_launch, enter, leave, storages
-from .program_axis import REFUSED_LANES, Batch, Divergent, LanesRefused, Unported
+from .program_axis import Batch, Divergent, LanesRefused, Unported
 
 patch = patcher("grid_loop")
 
@@ -91,9 +92,15 @@ class Stats:
         else:
             self.predicated_loops += 1
 
+    def lane_chunk(self, iterations: int) -> None:
+        """One more chunk of a loop's iterations run as lanes (loop_lanes.py)."""
+        self.lane_chunks += 1
+        self.lane_iterations += iterations
+
 
 STATS = Stats()
 FORCE_SERIAL: list[str] = []  # reasons the whole process runs serially (a breakpoint is set)
+REFUSED_LANES: set[tuple] = set()  # (code, line, constants) of each loop whose lanes met what they cannot run
 
 
 def executor() -> str:
@@ -103,6 +110,17 @@ def executor() -> str:
 def force_serial(reason: str) -> None:
     """Every later launch of this process runs on the serial engine, for `reason` (a breakpoint is set)."""
     FORCE_SERIAL.append(reason)
+
+
+@contextlib.contextmanager
+def serially(reason: str) -> Iterator[None]:
+    """Launches inside the block run on the serial engine, for `reason` (the unwritten check's probe past the
+    grid: its program's id comes from set_grid_idx)."""
+    FORCE_SERIAL.append(reason)
+    try:
+        yield
+    finally:
+        FORCE_SERIAL.remove(reason)
 
 
 class _Listening:

@@ -32,7 +32,7 @@ from ..semantics.loop_counters import LoopCounter
 from ..versions import patcher
 from . import predicated_loops, program_axis
 from .launch import current_launch
-from .program_axis import MARK, REFUSED_LANES, LanesRefused, mark
+from .program_axis import MARK, LanesRefused, mark
 
 patch = patcher("predicated_loops")
 
@@ -46,6 +46,8 @@ def lanes(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[
     """The loop's iterable (predicated_loops.LANES): chunks of its iterations as lanes (every program of the batch
     making `trips` of them, from its own start), or None where the loop iterates as written (fewer than two
     iterations, refused before, a batch that is itself a part of one)."""
+    from .grid_loop import REFUSED_LANES
+
     if key in REFUSED_LANES or trips < 2 or not program_axis.PER_LANE or batch.root is not None \
             or batch.lanes is not None or batch.whole is not None:
         return None
@@ -65,8 +67,7 @@ def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tupl
         size = max(1, min(trips - done, MAX_TRIPS, size))
         last = begins + (done + size - 1) * step  # each program's value of the variable after the chunk
         batch.pending_lanes = Lanes(batch, size, accumulators, key, target, last)
-        STATS.lane_chunks += 1
-        STATS.lane_iterations += size
+        STATS.lane_chunk(size)
         # program p's iteration done + t in lane p * size + t
         values = begins[:, None] + (done + np.arange(size, dtype=np.int64))[None, :] * step
         yield lane_counter(values.reshape(-1), key)
@@ -383,5 +384,5 @@ def install() -> None:
 
     if not settings.get("TDEBUG_LOOP_LANES"):
         return
-    predicated_loops.LANES = lanes
+    predicated_loops.run_lanes_with(lanes)
     patch(TritonSemantic, "binary_op_type_checking_impl", _binary_checked)

@@ -358,9 +358,15 @@ def loop(target: str, make_range: Callable, *args: Any, **kwargs: Any) -> Iterat
     return _loop(sys._getframe(1), target, make_range, args, kwargs)
 
 
-# Set by loop_lanes.install(): (batch, each program's start, the trip count, the step, accumulators, the loop's
-# (code, line), its variable's name) -> the iterations as lanes of the batch, or None where they cannot run so.
+# Set by loop_lanes.install() (run_lanes_with): (batch, each program's start, the trip count, the step,
+# accumulators, the loop's (code, line, constants), its variable's name) -> the iterations as lanes of the batch,
+# or None where they cannot run so.
 LANES: Callable | None = None
+
+
+def run_lanes_with(lanes: Callable | None) -> None:
+    global LANES
+    LANES = lanes
 
 
 def lane_loop(accumulators: tuple[str, ...], target: str, make_range: Callable, *args: Any,

@@ -64,9 +64,6 @@ class LanesRefused(EngineSignal):
         self.key, self.why = key, why
 
 
-REFUSED_LANES: set[tuple] = set()  # (code, line, constants) of each loop whose lanes met what they cannot run
-
-
 _BATCH_NUMBERS = itertools.count()
 
 

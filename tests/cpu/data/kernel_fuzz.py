@@ -32,6 +32,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from engine_compare import differences, run_scenario  # noqa: E402
+from tdebug.interpreter.batched import grid_loop  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 FLOATS = ["fp32", "fp16", "bf16", "fp64"]
@@ -505,7 +506,8 @@ class Writer:
                 return
             term = f"{a.name} {self.pick(['+', '*', '-'])} i" if form == "counter" else a.name
         else:
-            r = self.binary()
+            others = [v for v in self.pool if v is not t]  # mostly a term that does not read the accumulator
+            r = self.binary(target=self.pick(others) if others and self.draw(st.integers(0, 3)) else None)
             if r is None:
                 return
             term = f"({r[0]}) {self.pick(['+', '*', '-'])} i" if form == "counter" else r[0]
@@ -523,10 +525,12 @@ class Writer:
         self.emit(f"{t.name} = ({r[0]}).to({TL[t.dtype]})")
         return True
 
-    def body(self, loop: bool) -> None:
+    def body(self, loop: bool, lanes: bool = False) -> None:
         for _ in range(self.draw(st.integers(1, 2))):
             kinds = ["reassign"] + [k for k in ("atomic", "store") if k in self.STATEMENTS]
             kinds += ["load_acc", "accumulate"] if loop else []
+            if lanes:  # a loop that carries only accumulators: what loop_lanes runs as lanes
+                kinds = ["accumulate", "accumulate"] + [k for k in ("atomic", "store") if k in self.STATEMENTS]
             kind = self.pick(kinds)
             if kind == "reassign":
                 self.reassign()
@@ -589,10 +593,12 @@ class Writer:
         else:
             x, d = self.input(dtype=self.pick(["int32", "int8", "uint8"]))
             rng = f"range(0, tl.load({x}_ptr + pid) % 3)"
+        lanes = form in ("const", "pid_slice") and self.draw(st.booleans())
         self.features[f"loop:{form}"] += 1
+        self.features["loop:accumulators_only"] += lanes
         self.emit(f"for i in {rng}:")
         self.indent += 1
-        self.body(loop=True)
+        self.body(loop=True, lanes=lanes)
         self.indent -= 1
 
     def stmt_return(self) -> None:
@@ -876,11 +882,15 @@ class Runner:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             a = run_scenario(module.scenario, kernel.seed, self.session, "serial")
+            chunks, refused = grid_loop.STATS.lane_chunks, grid_loop.STATS.lanes_refused
             b = run_scenario(module.scenario, kernel.seed, self.session, "batched")
         self.tried += 1
         if key not in self.seen:
             self.seen.add(key)
             self.coverage.update(kernel.features)
+            # what the batched engine did with it: loops run as lanes (loop_lanes.py), lanes given up
+            self.coverage.update({"engine:lanes": int(grid_loop.STATS.lane_chunks > chunks),
+                                  "engine:lanes_refused": int(grid_loop.STATS.lanes_refused > refused)})
         if invalid(a["error"]) and kernel.features:  # line shrinking makes invalid kernels on purpose
             self.invalid.append((a["error"][:300], kernel.source))
         what = differences(a, b)
