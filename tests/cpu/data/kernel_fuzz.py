@@ -32,8 +32,9 @@ os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from engine_compare import differences, run_scenario  # noqa: E402
-from tdebug.interpreter.batched import grid_loop  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
+from tdebug.interpreter.batched import grid_loop  # noqa: E402
 
 FLOATS = ["fp32", "fp16", "bf16", "fp64"]
 INTS = ["int32", "int8", "uint8", "int16", "int64", "uint32", "uint16", "uint64"]
