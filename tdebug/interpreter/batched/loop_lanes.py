@@ -36,9 +36,13 @@ from .program_axis import MARK, LanesRefused, mark
 
 patch = patcher("predicated_loops")
 
-FIRST_TRIPS = 16  # iterations in a chunk before any memory op told the blocks' size (program_axis.LARGEST)
+FIRST_TRIPS = 2  # iterations in a chunk before any memory op told the blocks' size (program_axis.LARGEST)
 MAX_TRIPS = 1 << 14  # iterations in a chunk, at most
 WIDTH = 4  # a chunk's lanes hold up to this many times a batch's elements (TDEBUG_BATCH_ELEMENTS)
+# Lanes pay where an op's elements are few (its cost is Triton's front end and tdebug's wrappers): a batch whose
+# programs' blocks together hold more than this share of TDEBUG_BATCH_ELEMENTS iterates as written (its ops are
+# numpy over whole tiles already, and a batch's dense rows keep their strided fast path, batch_memory.Rows).
+WORTH = 1 / 16
 LOADS = {"create_load": False, "create_masked_load": False, "create_store": True, "create_masked_store": True}
 
 
@@ -51,7 +55,15 @@ def lanes(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[
     if key in REFUSED_LANES or trips < 2 or not program_axis.PER_LANE or batch.root is not None \
             or batch.lanes is not None or batch.whole is not None:
         return None
+    if batch.size * program_axis.LARGEST > WORTH * _batch_elements():
+        return None  # not worth lanes (the blocks' size known from an earlier op or launch)
     return _chunks(batch, begins, trips, step, accumulators, key, target)
+
+
+def _batch_elements() -> int:
+    from .grid_loop import BATCH_ELEMENTS
+
+    return BATCH_ELEMENTS
 
 
 def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[str, ...], key: tuple,
@@ -59,11 +71,19 @@ def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tupl
     from .grid_loop import BATCH_ELEMENTS, STATS
 
     done = 0
+    uniform = bool((begins == begins[0]).all())
     while done < trips:
-        if program_axis.LARGEST:
-            size = WIDTH * BATCH_ELEMENTS // (batch.size * program_axis.LARGEST)
-        else:
+        elements = batch.size * program_axis.LARGEST
+        if elements > WORTH * BATCH_ELEMENTS and uniform:
+            yield int(begins[0] + done * step)  # not worth lanes after all: the iteration as written (LoopCounter)
+            done += 1
+            continue
+        if not elements:
             size = FIRST_TRIPS
+        elif elements > WORTH * BATCH_ELEMENTS:
+            size = 1  # one iteration at a time, each program its own counter (a Python int's typing kept)
+        else:
+            size = WIDTH * BATCH_ELEMENTS // elements
         size = max(1, min(trips - done, MAX_TRIPS, size))
         last = begins + (done + size - 1) * step  # each program's value of the variable after the chunk
         batch.pending_lanes = Lanes(batch, size, accumulators, key, target, last)
@@ -199,7 +219,7 @@ class Lanes:
         """Refuse the lanes when an address stored by some iteration is loaded by another, or stored by another
         iteration through another op: the serial engine's order and the lanes' would differ."""
         stores = [a for a in self.accesses if a[0]]
-        if not stores:
+        if not stores or self.trips == 1:
             return
         iteration = np.arange(self.part.size, dtype=np.int64) % self.trips
         flat = [_active(a, iteration) for a in self.accesses]
