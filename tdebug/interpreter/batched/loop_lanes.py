@@ -36,7 +36,6 @@ from .program_axis import MARK, LanesRefused, mark
 
 patch = patcher("predicated_loops")
 
-FIRST_TRIPS = 2  # iterations in a chunk before any memory op told the blocks' size (program_axis.LARGEST)
 MAX_TRIPS = 1 << 14  # iterations in a chunk, at most
 WIDTH = 4  # a chunk's lanes hold up to this many times a batch's elements (TDEBUG_BATCH_ELEMENTS)
 # Lanes pay where an op's elements are few (its cost is Triton's front end and tdebug's wrappers): a batch whose
@@ -74,17 +73,14 @@ def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tupl
     uniform = bool((begins == begins[0]).all())
     while done < trips:
         elements = batch.size * program_axis.LARGEST
-        if elements > WORTH * BATCH_ELEMENTS and uniform:
-            yield int(begins[0] + done * step)  # not worth lanes after all: the iteration as written (LoopCounter)
+        # Blocks of unknown size (no memory op yet: the first iteration tells) or too many elements for lanes to
+        # pay: one iteration as written (a LoopCounter), or as lanes of one where each program has its own counter
+        size = 1 if not elements or elements > WORTH * BATCH_ELEMENTS else WIDTH * BATCH_ELEMENTS // elements
+        size = max(1, min(trips - done, MAX_TRIPS, size))
+        if size == 1 and uniform:
+            yield int(begins[0] + done * step)
             done += 1
             continue
-        if not elements:
-            size = FIRST_TRIPS
-        elif elements > WORTH * BATCH_ELEMENTS:
-            size = 1  # one iteration at a time, each program its own counter (a Python int's typing kept)
-        else:
-            size = WIDTH * BATCH_ELEMENTS // elements
-        size = max(1, min(trips - done, MAX_TRIPS, size))
         last = begins + (done + size - 1) * step  # each program's value of the variable after the chunk
         batch.pending_lanes = Lanes(batch, size, accumulators, key, target, last)
         STATS.lane_chunk(size)
