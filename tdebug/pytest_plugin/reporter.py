@@ -4,6 +4,8 @@ findings gathered from the reports (each worker's arrive on them), the summary l
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -11,7 +13,9 @@ import pytest
 
 from ..runtime.files import OutputError, WriteFailed, check_output, write_output
 from ..runtime.suite import durations_lines, time_totals
-from .plugin import REPRO_ROOT
+from .in_process_timer import MARKS_KEY, why_worker_ended
+from .plugin import CONTROLLER, REPRO_ROOT
+from .sanitized_test import SanitizedTest
 
 
 def _inputs(config: pytest.Config) -> list[Path]:
@@ -51,18 +55,37 @@ class Reporter:
         self.other: list[dict] = []  # setup/teardown reports that failed or skipped
         self.repro_root: str | None = config.stash.get(REPRO_ROOT, None)
         self.repro_before = {p.name for p in Path(self.repro_root).iterdir()} if self.repro_root else set()
+        # pytest-xdist: the workers' in-process timers leave marks here, read when a worker ends mid-test
+        self.marks = Path(tempfile.mkdtemp(prefix="tdebug-timer-")) if config.stash.get(CONTROLLER, False) else None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
         """pytest-xdist: every worker plans the catalogue's cases with the controller's seed."""
         node.workerinput["tdebug_seed"] = self.seed
         node.workerinput["tdebug_repro"] = self.repro_root
+        if self.marks is not None:
+            node.workerinput[MARKS_KEY] = str(self.marks)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched) -> None:
+        """pytest-xdist: a worker ended in the middle of a test. Where that test ran under tdebug's in-process
+        timer, its failure says whether the timer ended it or something else did, and it counts as crashed."""
+        why = why_worker_ended(self.marks, crashitem) if self.marks is not None else None
+        if why is None:
+            return
+        report.longrepr = f"{report.longrepr}\n{why}"
+        self.tests[crashitem] = {"test": crashitem, "outcome": "failed",
+                                 **SanitizedTest(crash=why, in_process=True).record()}
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.marks is not None:
+            shutil.rmtree(self.marks, ignore_errors=True)  # made by this process in __init__
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "tdebug", None)
         if report.when == "call" and record is not None:
             self.tests[report.nodeid] = {"test": report.nodeid, "outcome": report.outcome, **record}
-        elif report.when != "call" and (report.failed or report.skipped):
+        elif report.when != "call" and (report.failed or report.skipped) and report.nodeid not in self.tests:
             # A setup that failed or skipped (the call never ran), a teardown that failed (tdebug's findings in a
             # fixture's teardown among its causes): in the JSON report, so that a merged report (tdebug report)
             # counts what pytest counted.

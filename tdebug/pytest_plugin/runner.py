@@ -4,13 +4,11 @@ findings turned into failures, the catalogue's cases collected as items."""
 
 from __future__ import annotations
 
-import contextlib
-import faulthandler
 import functools
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from ..runtime.recipe import Follow, Recipe, install
 from ..runtime.worker import fault_finding
 from ..sanitize.session import CHECKS, SanitizerSession
 from .catalogue import CaseItem, CatalogueFile
+from .in_process_timer import MARKS_KEY, Watchdog
 from .plugin import MAX_MIB, REPRO_ROOT
 from .sanitized_test import SANITIZED_TEST, SanitizedTest, TdebugFailure, crash_text
 from .testrun import Settings, TestRun, explained_assert_close, pass_findings, revive, run_test
@@ -48,7 +47,8 @@ class Runner:
         self.follow_root = Path(tempfile.mkdtemp(prefix="tdebug-follow-"))
         root = config.stash.get(REPRO_ROOT, None)
         self.session = SanitizerSession(sorted(self.checks))
-        self.watchdog = Watchdog()
+        marks = getattr(config, "workerinput", {}).get(MARKS_KEY)  # an xdist worker: the controller reads them
+        self.watchdog = Watchdog(Path(marks) if marks else None)
         # On a machine with a CUDA GPU each launch on CUDA tensors also runs compiled, from the same inputs; the test
         # goes on with the compiled results (as its GPU suite does) and the two are compared (divergence).
         from ..runtime import device
@@ -184,7 +184,7 @@ class Runner:
         started = time.perf_counter()
         waited = self.divergence.waited if self.divergence is not None else 0.0
         if watchdog and settings.timeout:
-            self.watchdog.arm(settings.timeout)
+            self.watchdog.arm(settings.timeout, item.nodeid)
         try:
             if settings.skip:
                 runtest()
@@ -208,35 +208,6 @@ class Runner:
                 in_process=watchdog, timed=[{"kernel": r.kernel, "seconds": r.seconds} for r in launches])
         if tested.failed:
             raise TdebugFailure(tested.text())
-
-
-class Watchdog:
-    """The timer of a test in pytest's own process (faulthandler ends the process when it runs out), paused while
-    a launch waits for host memory: a test waiting its turn is not hanging."""
-
-    def __init__(self) -> None:
-        self.deadline: float | None = None
-
-    def arm(self, seconds: float) -> None:
-        self.deadline = time.monotonic() + seconds
-        faulthandler.dump_traceback_later(seconds, exit=True)
-
-    def disarm(self) -> None:
-        if self.deadline is not None:
-            faulthandler.cancel_dump_traceback_later()
-            self.deadline = None
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        if self.deadline is None:
-            yield
-            return
-        left = self.deadline - time.monotonic()
-        self.disarm()
-        try:
-            yield
-        finally:
-            self.arm(max(left, 1.0))
 
 
 def cuda_initialised() -> bool:

@@ -106,7 +106,7 @@ def test_pytests_in_process_timer_pauses_while_a_launch_waits(monkeypatch):
     stops it and starts it again with the time the test had left."""
     import faulthandler
 
-    from tdebug.pytest_plugin.runner import Watchdog
+    from tdebug.pytest_plugin.in_process_timer import Watchdog
 
     calls: list = []
     monkeypatch.setattr(faulthandler, "dump_traceback_later", lambda s, exit=False: calls.append(("arm", round(s))))

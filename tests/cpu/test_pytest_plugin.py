@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,44 @@ def test_a_child_killed_from_outside_is_told_apart_with_its_peak_memory():
 
     child = run_forked(segfault, timeout=60)
     assert "died (SIGSEGV)" in crash_text(child, 60) and "out-of-memory" not in crash_text(child, 60)
+
+
+IN_PROCESS_SUITE = """
+import os, signal, time
+import pytest
+
+@pytest.mark.tdebug(timeout=2)
+def test_past_its_timeout():
+    time.sleep(60)
+
+@pytest.mark.tdebug(timeout=60)
+def test_killed_from_outside():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def test_after_them():
+    pass
+"""
+
+
+def test_a_worker_ended_mid_test_in_process_says_whether_the_timeout_or_something_else_ended_it(
+        pytester: pytest.Pytester):
+    """Tests that run in pytest's own process (on a GPU machine: CUDA initialised there) are timed there, and the
+    timer ends the pytest-xdist worker; xdist alone says only 'worker crashed'. The failure and the summary say
+    which of the two ended it: tdebug's timeout (and how to raise it) or a kill from outside (the OOM killer)."""
+    pytester.makeconftest("import tdebug.pytest_plugin.runner as runner\n"
+                          "runner.cuda_initialised = lambda: True  # as on a GPU machine\n")
+    pytester.makepyfile(test_in_process=IN_PROCESS_SUITE)
+    report = pytester.path / "tdebug.json"
+    marks_before = set(Path(tempfile.gettempdir()).glob("tdebug-timer-*"))
+    result = pytester.runpytest_subprocess("--tdebug", "--tdebug-json", str(report), "-p", "no:cacheprovider",
+                                           "-n", "1", timeout=300)
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    assert "--tdebug-timeout of 2 s ran out" in out and "tdebug ended the worker" in out, out
+    assert "before its --tdebug-timeout of 60 s: not tdebug's timer" in out, out
+    assert "2 crashed or hung" in out, out
+    tests = {t["test"].split("::")[-1]: t for t in json.loads(report.read_text())["tests"]}
+    assert "ran out" in tests["test_past_its_timeout"]["crash"]
+    assert "out-of-memory killer" in tests["test_killed_from_outside"]["crash"]
+    assert tests["test_after_them"]["outcome"] == "passed" and not tests["test_after_them"]["crash"]
+    assert set(Path(tempfile.gettempdir()).glob("tdebug-timer-*")) <= marks_before  # the controller's, removed
