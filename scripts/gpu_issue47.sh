@@ -3,7 +3,8 @@
 # pass's host code, jit helpers, fp16 overflow, Liger's 2025 layer norm backward), then Liger-Kernel's own test files
 # under plain pytest and under pytest --tdebug (both -n 8), wall times of each.
 #   scripts/gpu_issue47.sh OUT LIGER_ROOT [TDEBUG_SECONDS]     (LIGER_ROOT holds Liger's test/ folder)
-# Knobs: STEPS (default "gpu_tests plain tdebug"), TDEBUG_FILES (a subset of the files, by stem), WORKERS (-n of
+# Knobs: STEPS (default "gpu_tests plain tdebug"), TDEBUG_FILES (a subset of the files, by stem), TDEBUG_TIMEOUT
+# (--tdebug-timeout, default 300: the runs of 2026-11-28 used 120), WORKERS (-n of
 # the --tdebug run, default 8), TAG (suffix of its output files: several groups into one OUT), PLAIN_SECONDS.
 # A run that reaches its time budget gets SIGINT first, so pytest still prints its summary with each failure's text.
 set -uo pipefail
@@ -37,5 +38,5 @@ tfiles=("${tests[@]}")
 if [ -n "${TDEBUG_FILES:-}" ]; then tfiles=(); for f in $TDEBUG_FILES; do tfiles+=("test/transformers/test_$f.py"); done; fi
 s=$(date +%s.%N)
 timeout -s INT -k 20 "$budget" python3 -m pytest -p no:cacheprovider "${plugin[@]}" -n "${WORKERS:-8}" -v -rfE \
-  --tdebug --tdebug-timeout 120 --tdebug-json "$out/liger_tdebug$tag.json" "${tfiles[@]}" > "$out/liger_tdebug$tag.txt" 2>&1
+  --tdebug --tdebug-timeout "${TDEBUG_TIMEOUT:-300}" --tdebug-json "$out/liger_tdebug$tag.json" "${tfiles[@]}" > "$out/liger_tdebug$tag.txt" 2>&1
 echo "exit $? wall $(python3 -c "print(round($(date +%s.%N)-$s,1))") s" >> "$out/liger_tdebug$tag.txt"
