@@ -44,7 +44,8 @@ class Watchdog:
             faulthandler.cancel_dump_traceback_later()
             self.deadline = None
         if self.marks is not None and self.nodeid is not None:
-            mark_path(self.marks, self.nodeid).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                mark_path(self.marks, self.nodeid).unlink(missing_ok=True)
         self.nodeid = None
 
     @contextlib.contextmanager
@@ -67,8 +68,11 @@ class Watchdog:
         mark = {"nodeid": self.nodeid, "timeout": self.timeout, "started": self.started, "deadline": deadline}
         path = mark_path(self.marks, self.nodeid)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(mark))
-        tmp.replace(path)  # the controller never reads half a mark
+        try:
+            tmp.write_text(json.dumps(mark))
+            tmp.replace(path)  # the controller never reads half a mark
+        except OSError:  # the folder gone (the controller ended first), a full disk: the test runs on, unmarked
+            pass
 
 
 def why_worker_ended(marks: Path, nodeid: str, now: float | None = None) -> str | None:

@@ -4,6 +4,7 @@ share the machine's memory through lock files; one that does not fit waits, and 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -218,3 +219,31 @@ def test_the_sanitizers_launch_listener_reserves_for_its_shadows_and_frees_at_th
     assert asked == [admission.BYTES_PER_ELEMENT * (200 + 40) // 2] and not Held.released
     turns.on_launch_end(launch, None)
     assert Held.released and turns.waited == 0.25 and turns.held == []
+
+
+def test_the_in_process_timer_marks_its_test_and_a_missing_folder_never_fails_it(tmp_path, monkeypatch):
+    """The mark says which test is timed and until when (none while it waits for host memory); the controller's
+    reading of it tells the timer's end from another; a marks folder that is gone costs the test nothing."""
+    import faulthandler
+
+    from tdebug.pytest_plugin.in_process_timer import Watchdog, mark_path, why_worker_ended
+
+    monkeypatch.setattr(faulthandler, "dump_traceback_later", lambda s, exit=False: None)
+    monkeypatch.setattr(faulthandler, "cancel_dump_traceback_later", lambda: None)
+    dog = Watchdog(tmp_path)
+    dog.arm(50, "t.py::test_a")
+    mark = json.loads(mark_path(tmp_path, "t.py::test_a").read_text())
+    assert mark["nodeid"] == "t.py::test_a" and mark["timeout"] == 50 and mark["deadline"] > time.time() + 40
+    with dog.paused():
+        assert json.loads(mark_path(tmp_path, "t.py::test_a").read_text())["deadline"] is None
+        assert "while it waited for host memory" in why_worker_ended(tmp_path, "t.py::test_a")
+    assert mark_path(tmp_path, "t.py::test_a").exists()  # armed again after the wait
+    assert "ran out" in why_worker_ended(tmp_path, "t.py::test_a", now=time.time() + 60)
+    assert why_worker_ended(tmp_path, "t.py::test_a") is None  # read once, then gone
+    dog.disarm()
+    dog.arm(50, "t.py::test_b")
+    dog.disarm()
+    assert not list(tmp_path.iterdir())
+    gone = Watchdog(tmp_path / "gone")
+    gone.arm(50, "t.py::test_c")
+    gone.disarm()
