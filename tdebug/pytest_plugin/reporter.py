@@ -57,6 +57,7 @@ class Reporter:
         self.repro_before = {p.name for p in Path(self.repro_root).iterdir()} if self.repro_root else set()
         # pytest-xdist: the workers' in-process timers leave marks here, read when a worker ends mid-test
         self.marks = Path(tempfile.mkdtemp(prefix="tdebug-timer-")) if config.stash.get(CONTROLLER, False) else None
+        self.crashed: set[str] = set()  # tests whose worker ended mid-test, explained by their marks
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
@@ -76,6 +77,7 @@ class Reporter:
         report.longrepr = f"{report.longrepr}\n{why}"
         self.tests[crashitem] = {"test": crashitem, "outcome": "failed",
                                  **SanitizedTest(crash=why, in_process=True).record()}
+        self.crashed.add(crashitem)  # its report (when "???") is that test's, not one of 'other'
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.marks is not None:
@@ -85,7 +87,7 @@ class Reporter:
         record = getattr(report, "tdebug", None)
         if report.when == "call" and record is not None:
             self.tests[report.nodeid] = {"test": report.nodeid, "outcome": report.outcome, **record}
-        elif report.when != "call" and (report.failed or report.skipped) and report.nodeid not in self.tests:
+        elif report.when != "call" and (report.failed or report.skipped) and report.nodeid not in self.crashed:
             # A setup that failed or skipped (the call never ran), a teardown that failed (tdebug's findings in a
             # fixture's teardown among its causes): in the JSON report, so that a merged report (tdebug report)
             # counts what pytest counted.
