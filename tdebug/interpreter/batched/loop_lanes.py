@@ -29,7 +29,7 @@ import numpy as np
 
 from ... import settings
 from ..semantics.loop_counters import LoopCounter
-from ..versions import patcher
+from ..versions import bind, patcher
 from . import predicated_loops, program_axis
 from .launch import current_launch
 from .program_axis import MARK, LanesRefused, mark
@@ -49,20 +49,14 @@ def lanes(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[
     """The loop's iterable (predicated_loops.LANES): chunks of its iterations as lanes (every program of the batch
     making `trips` of them, from its own start), or None where the loop iterates as written (fewer than two
     iterations, refused before, a batch that is itself a part of one)."""
-    from .grid_loop import REFUSED_LANES
+    from .grid_loop import BATCH_ELEMENTS, REFUSED_LANES
 
     if key in REFUSED_LANES or trips < 2 or not program_axis.PER_LANE or batch.root is not None \
             or batch.lanes is not None or batch.whole is not None:
         return None
-    if batch.size * program_axis.LARGEST > WORTH * _batch_elements():
+    if batch.size * program_axis.LARGEST > WORTH * BATCH_ELEMENTS:
         return None  # not worth lanes (the blocks' size known from an earlier op or launch)
     return _chunks(batch, begins, trips, step, accumulators, key, target)
-
-
-def _batch_elements() -> int:
-    from .grid_loop import BATCH_ELEMENTS
-
-    return BATCH_ELEMENTS
 
 
 def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[str, ...], key: tuple,
@@ -190,20 +184,16 @@ class Lanes:
         return total
 
     # -- memory ------------------------------------------------------------------------------------------------
-    def memory_op(self, name: str, args: tuple, kwargs: dict) -> None:
-        """A memory op of the lanes (program_axis): an atomic refuses them, a load's or store's addresses noted."""
+    def memory_op(self, name: str, arguments: dict) -> None:
+        """A memory op of the lanes (program_axis; its arguments by name): an atomic refuses them, a load's or
+        store's addresses noted."""
         if name == "create_assert":
             return
         if name not in LOADS:
             self.refuse(f"{name} in the loop")
         store = LOADS[name]
-        ptrs = args[0] if args else kwargs.get("ptrs", kwargs.get("ptr"))
-        if name == "create_masked_load":
-            mask = args[1] if len(args) > 1 else kwargs.get("mask")
-        elif name == "create_masked_store":
-            mask = args[2] if len(args) > 2 else kwargs.get("mask")
-        else:
-            mask = None
+        ptrs = arguments["ptrs"] if "ptrs" in arguments else arguments["ptr"]
+        mask = arguments.get("mask")
         try:
             size = max(1, ptrs.dtype.element_ty.primitive_bitwidth // 8)
         except AttributeError:
@@ -355,7 +345,7 @@ def _exact(fn, a, b, key: tuple) -> np.ndarray:
     if fn is np.multiply:
         safe = max(1, largest(a)) * max(1, largest(b)) < 2**62
     elif fn in (np.floor_divide, np.mod):
-        safe = big < 2**62 and bool(np.all(np.asarray(b) != 0))
+        safe = bool(np.all(np.asarray(b) != 0))  # big < 2**62: checked above
     else:
         safe = big < 2**61
     if not safe:
@@ -381,10 +371,11 @@ def _check_pairing(counter, other) -> None:
 
 def _binary_checked(original):
     def binary_op_type_checking_impl(*args, **kwargs):
-        lhs = args[1] if len(args) > 1 else kwargs.get("lhs")
-        rhs = args[2] if len(args) > 2 else kwargs.get("rhs")
         counter = _COUNTER[0] if _COUNTER else None
-        if counter is not None:
+        if counter is not None and (any(type(a) is counter for a in args)
+                                    or any(type(v) is counter for v in kwargs.values())):
+            call = bind(original, args, kwargs).arguments  # only then: every binary op passes here
+            lhs, rhs = call["lhs"], call["rhs"]
             if type(lhs) is counter:
                 _check_pairing(lhs, rhs)
             if type(rhs) is counter:

@@ -30,7 +30,7 @@ import numpy as np
 from ..frames import EngineSignal
 from ..hooks import provenance
 from ..semantics import compat
-from ..versions import patcher
+from ..versions import bind, patcher
 from .launch import current_batch, current_launch
 
 patch = patcher("program_axis")
@@ -323,7 +323,8 @@ def _per_program(name: str, effect: bool):
             if batch is None or batch.index is not None:
                 return original(*args, **kwargs)
             if batch.lanes is not None:
-                batch.lanes.memory_op(name, args, kwargs)  # refuses an atomic; notes a load's or store's addresses
+                # refuses an atomic; notes a load's or store's addresses
+                batch.lanes.memory_op(name, bind(original, args, kwargs).arguments)
             if name == "create_atomic_rmw":
                 if batch.atomics:
                     raise Unported("a second atomic op in one program")
