@@ -398,7 +398,7 @@ def _same_trips(batch, args: tuple) -> tuple[np.ndarray, int, int] | None:
     iterations, its step one for all (None: another range, or an argument that is no integer)."""
     if len(args) not in (1, 2, 3):
         return None
-    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    start, stop, step = _range_args(args)
     if _per_program(step, batch) is not None:
         return None
     try:
@@ -411,7 +411,7 @@ def _same_trips(batch, args: tuple) -> tuple[np.ndarray, int, int] | None:
         return None
     if step == 0:
         return None
-    trips = np.maximum(0, -(-(ends - begins) // step)) if step > 0 else np.maximum(0, -(-(begins - ends) // -step))
+    trips = _trips(begins, ends, step)
     if not (trips == trips[0]).all():
         return None
     return begins, int(trips[0]), step
@@ -435,7 +435,7 @@ def _loop(frame, target: str, make_range: Callable, args: tuple, kwargs: dict) -
     if batch is None or batch.index is not None or len(args) not in (1, 2, 3):
         return make_range(*args, **kwargs)
     batch.loop_scalars.pop((frame.f_code, target), None)  # an earlier loop's values are stale now
-    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    start, stop, step = _range_args(args)
     starts, stops = _per_program(start, batch), _per_program(stop, batch)
     if (starts is None and stops is None) or _per_program(step, batch) is not None:
         return make_range(*args, **kwargs)  # agreeing programs, or a step that differs: as before
@@ -451,7 +451,7 @@ def _loop(frame, target: str, make_range: Callable, args: tuple, kwargs: dict) -
             return make_range(*args, **kwargs)
     begins = start if starts is None else starts
     ends = np.full(batch.size, _int(stop), dtype=np.int64) if stops is None else stops
-    trips = np.maximum(0, -(-(ends - begins) // step)) if step > 0 else np.maximum(0, -(-(begins - ends) // -step))
+    trips = _trips(begins, ends, step)
     if active is not None:
         trips = np.where(active, trips, 0)
     if starts is None and _alike(trips, active):  # different stops, the same iterations
@@ -470,6 +470,16 @@ def _first(values: np.ndarray, active: np.ndarray | None) -> int:
     """The value the programs in the loop agree on."""
     decided = values if active is None else values[active]
     return int(decided[0]) if decided.size else int(values[0])
+
+
+def _range_args(args: tuple) -> tuple[Any, Any, Any]:
+    """range()'s (start, stop, step) from its one, two or three arguments."""
+    return (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+
+
+def _trips(begins: int | np.ndarray, ends: np.ndarray, step: int) -> np.ndarray:
+    """Each program's iterations of range(begin, end, step)."""
+    return np.maximum(0, -(-(ends - begins) // step)) if step > 0 else np.maximum(0, -(-(begins - ends) // -step))
 
 
 def _int(value: Any) -> int:
