@@ -242,8 +242,7 @@ class BatchedLaunch:
                     # loop iterates as written
                     signal = LanesRefused(batch.open_lanes.key, "iterations of a loop diverge")
                 if isinstance(signal, LanesRefused):
-                    STATS.lanes_refused += 1
-                    REFUSED_LANES.add(signal.key)  # that loop iterates as written from now on
+                    _refuse_lanes(signal.key)
                     _say(f"a loop's iterations as lanes: {signal.why}; the batch runs again")
                     if part.shape[1] == 1:
                         self.one_as_batch = False  # one program: the serial engine is the faster then
@@ -267,8 +266,7 @@ class BatchedLaunch:
                 if batch.open_lanes is not None:
                     # Raised while a loop's iterations ran as lanes: the batch again, that loop as written, so that
                     # a real error comes from the iteration that makes it.
-                    STATS.lanes_refused += 1
-                    REFUSED_LANES.add(batch.open_lanes.key)
+                    _refuse_lanes(batch.open_lanes.key)
                     todo.insert(0, part)
                 elif batch.predicated:
                     # Raised while programs were out of a loop (their values are stand-ins): run the programs again
@@ -301,6 +299,12 @@ class BatchedLaunch:
                 listener.commit(token)
             batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
             self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST))))
+
+
+def _refuse_lanes(key: tuple) -> None:
+    """The loop known by `key` iterates as written from now on (its lanes met what they cannot run)."""
+    STATS.lanes_refused += 1
+    REFUSED_LANES.add(key)
 
 
 def _engine_signal(error: BaseException) -> Divergent | Unported | LanesRefused | None:
