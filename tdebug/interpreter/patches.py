@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .batched import loop_lanes, predicated_loops
+from .batched import loop_lanes, predicated_ifs, predicated_loops
 from .fast import front_end_shortcuts, launch_memo, reduce_scan
 from .frames import KernelError, current_pid, user_frame
 from .hooks import overflow
@@ -306,6 +306,7 @@ def install(exact_values: bool = True) -> None:
     boolops.install()
     if exact_values:
         predicated_loops.install()
+        predicated_ifs.install()
         loop_lanes.install()
         loop_counters.install()
     constexprs.install()

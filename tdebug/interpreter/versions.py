@@ -269,6 +269,7 @@ LAYERS: tuple[str, ...] = (
     "block_pointers",
     "boolops",
     "predicated_loops",  # rewrites the tree boolops rewrote
+    "predicated_ifs",  # rewrites the ifs of the tree predicated_loops rewrote
     "loop_counters",  # wraps the loops predicated_loops left (loop_counters.py)
     "constexprs",
     "overflow",

@@ -32,14 +32,22 @@ def test_scenarios_identical_under_both_engines():
     # Batched where it can: divergent loops, early returns, branches after stores, one atomic per program ...
     for name in ("divergent_loop", "early_return", "branch_after_store", "atomics", "reductions", "shapes",
                  "grid3d", "nan_origin", "out_of_bounds", "uninitialised", "bf16", "bf16_reductions",
-                 "retyped_pointers", "atomic_tickets", "shared_row", "rows_in_place"):
+                 "retyped_pointers", "atomic_tickets", "rows_in_place"):
         assert runs[f"scenario_{name}"]["batched_launches"] >= 1, name
     # ... the serial engine for a spin lock (and the rest of a launch after a race between programs).
     assert runs["scenario_spin_lock"]["batched_launches"] == 0
     assert runs["scenario_races"]["batched_launches"] == 0
+    # (shared_row: the last program's store races with the others' reads in the one batch its `if` no longer splits)
+    assert runs["scenario_shared_row"]["batched_launches"] == 0 and runs["scenario_shared_row"]["findings"]
     assert runs["scenario_divergent_loop"]["predicated_loops"] >= 1  # one run to the largest trip count
     assert runs["scenario_divergent_loop"]["splits"] == 0
-    assert runs["scenario_early_return"]["splits"] >= 1  # an early return splits the batch
+    # An early return (and an `if` on a per-program value) runs both sides in one batch, each for its programs.
+    assert runs["scenario_early_return"]["predicated_ifs"] == 1 and runs["scenario_early_return"]["splits"] == 0
+    assert runs["scenario_branch_after_store"]["predicated_ifs"] >= 1
+    assert runs["scenario_ignored_rows"]["predicated_ifs"] >= 3 and runs["scenario_ignored_rows"]["splits"] == 0
+    assert runs["scenario_two_atomics"]["splits"] >= 1  # an atomic in each branch: split by the test's value
+    assert set(runs["scenario_branch_findings"]["findings"]) == {"bounds", "nan"}
+    assert runs["scenario_branch_findings"]["predicated_ifs"] >= 1
     # The checks still find what they find serially (the comparison above says: identically).
     assert runs["scenario_nan_origin"]["findings"] == ["nan"]
     assert runs["scenario_out_of_bounds"]["findings"] == ["bounds"]

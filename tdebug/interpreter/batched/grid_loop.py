@@ -79,6 +79,7 @@ class Stats:
     splits: int = 0
     predicated_loops: int = 0  # loops run once to the largest trip count of a batch (predicated_loops.py)
     compacted_iterations: int = 0  # their iterations run on the programs in the loop only (predicated_loops.py)
+    predicated_ifs: int = 0  # `if`s whose branches each ran for the programs taking it (predicated_ifs.py)
     lane_chunks: int = 0  # chunks of a loop's iterations run as lanes of one batch (loop_lanes.py)
     lane_iterations: int = 0  # the iterations in them
     lanes_refused: int = 0  # batches run again with a loop iterating as written (program_axis.LanesRefused)
@@ -91,6 +92,10 @@ class Stats:
             self.compacted_iterations += 1
         else:
             self.predicated_loops += 1
+
+    def predicated_if(self) -> None:
+        """One more `if` run as both its branches, each for the programs taking it (predicated_ifs.py)."""
+        self.predicated_ifs += 1
 
     def lane_chunk(self, iterations: int) -> None:
         """One more chunk of a loop's iterations run as lanes (loop_lanes.py)."""

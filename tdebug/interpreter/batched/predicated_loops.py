@@ -110,25 +110,36 @@ class LoopRewriter:
         target = node.target.id
         if any(n not in inside for n in self.names.get(target, ())):
             return node  # the loop variable named outside the loop: its last value differs between programs
-        names = _assigned(node.body)
-        # Names every use of which lies in the body: not bound before the loop, not read after it.
-        own = [n for n in names if all(i in inside for i in self.names.get(n, ()))]
-        state = STATE.format(self.count)
-        self.count += 1
         at = _Place(node)
         call, at_call = node.iter, _Place(node.iter)
         # A loop whose iterations may run as lanes of one batch (lane_loop; loop_lanes.py): its accumulators'
         # statements become accumulate() calls, which fold the iterations' terms in order.
         accumulators = lane_accumulators(node)
         reads = [n for n in _read(node.body) if n in self.local]
+        names = _assigned(node.body)
         if accumulators is not None and reads:
             node.body = _with_accumulate(node.body, accumulators)
             node.iter = at_call.helper("lane_loop", [at_call.strings(list(accumulators)), at_call.constant(target),
                                                      call.func] + call.args, call.keywords)
         else:
             node.iter = at_call.helper("loop", [at_call.constant(target), call.func] + call.args, call.keywords)
-        begin = at.assign(state, at.helper("begin", [at.locals()]))
-        made = [begin]  # the statements made here, in the order they run around the loop's own
+        node.body = self.predicated(at, node.body, inside, at.helper("begin", [at.locals()]), names, reads, target)
+        return node
+
+    def predicated(self, at: _Place, body: list[ast.stmt], inside: set[int], begin: ast.expr,
+                   names: list[str] | None = None, reads: list[str] | None = None,
+                   target: str | None = None) -> list[ast.stmt]:
+        """`body` (a loop's, or a branch's of an `if`: predicated_ifs.py) between the statements that run it
+        predicated: its state from `begin` (None: run as written), compacted when few programs run it, and at its
+        end each name it binds merged (the programs that ran it take the new value, the others keep theirs).
+        `inside`: the ids of the nodes of the body (and of the loop's variable, `target`)."""
+        names = _assigned(body) if names is None else names
+        reads = [n for n in _read(body) if n in self.local] if reads is None else reads
+        # Names every use of which lies in the body: not bound before the loop, not read after it.
+        own = [n for n in names if all(i in inside for i in self.names.get(n, ()))]
+        state = STATE.format(self.count)
+        self.count += 1
+        made = [at.assign(state, begin)]  # the statements made here, in the order they run around the body
         # The loop variable too: a per-program one (a start that differs between programs) is cut like any value.
         # The function's other locals: those holding a per-program integer scalar are cut too (tdebug's store
         # records read every such local of the frame, and must find them all with the same programs).
@@ -150,8 +161,7 @@ class LoopRewriter:
                                                               at.strings(scalars)]))]
             merge += at.rebind(names + [n for n in reads + scalars if n not in names], merged_name)
             made.append(at.when(at.helper("merging", [at.name(state)]), merge))
-        node.body = made[:before] + node.body + made[before:]
-        return node
+        return made[:before] + body + made[before:]
 
 
 class _Place:

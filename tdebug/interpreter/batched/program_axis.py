@@ -83,6 +83,7 @@ class Batch:
     active: np.ndarray | None = None  # the programs in every loop now iterating (None: all of them)
     predicated: bool = False  # some iteration of this batch ran with programs out of their loop
     trip_counts: np.ndarray | None = None  # the last predicated loop's trip count per program (a split's groups)
+    branching: int = 0  # predicated `if`s now open (predicated_ifs.py)
     # A memory op inside a predicated loop runs for a part of the batch: `whole` is the batch, `rows` the
     # part's programs in it (kernel locals hold values for every program of `whole`).
     whole: Batch | None = None
@@ -327,6 +328,9 @@ def _per_program(name: str, effect: bool):
                 batch.lanes.memory_op(name, bind(original, args, kwargs).arguments)
             if name == "create_atomic_rmw":
                 if batch.atomics:
+                    root = batch.root or batch
+                    if root.branching:  # one in each branch of an `if`: the programs that agree on it together
+                        raise Divergent(root.trip_counts.copy())
                     raise Unported("a second atomic op in one program")
                 batch.atomics += 1
             if name == "create_assert":  # every lane of every program holds: nothing to say for any program

@@ -60,7 +60,7 @@ def scenarios(path, names: list[str], session) -> int:
             continue
         a = run_scenario(getattr(module, name), seed, session, "serial")
         splits, predicated = grid_loop.STATS.splits, grid_loop.STATS.predicated_loops
-        compacted = grid_loop.STATS.compacted_iterations
+        compacted, ifs = grid_loop.STATS.compacted_iterations, grid_loop.STATS.predicated_ifs
         chunks, refused = grid_loop.STATS.lane_chunks, grid_loop.STATS.lanes_refused
         rows = batch_memory.COUNTS.rows
         b = run_scenario(getattr(module, name), seed, session, "batched")
@@ -68,6 +68,7 @@ def scenarios(path, names: list[str], session) -> int:
                                      "findings": [json.loads(f)["check"] for f in b["findings"]],
                                      "splits": grid_loop.STATS.splits - splits,
                                      "predicated_loops": grid_loop.STATS.predicated_loops - predicated,
+                                     "predicated_ifs": grid_loop.STATS.predicated_ifs - ifs,
                                      "compacted_iterations": grid_loop.STATS.compacted_iterations - compacted,
                                      "rows_accesses": batch_memory.COUNTS.rows - rows,
                                      "lane_chunks": grid_loop.STATS.lane_chunks - chunks,

@@ -607,3 +607,86 @@ def scenario_head_blocks_read_race(seed: int):
 
 def scenario_head_blocks_uneven_race(seed: int):
     return _heads(seed, 5)[1]
+
+
+@triton.jit
+def ignored_rows_kernel(x_ptr, y_ptr, labels_ptr, loss_ptr, count_ptr, n_cols, ignore_index, BLOCK: tl.constexpr):
+    """Liger's losses' form: a row whose label is ignored is zeroed in a loop and the program returns; the others
+    bind names in both branches of an `if` on a loaded value, read after it, loop over the row and take a ticket."""
+    row = tl.program_id(0)
+    label = tl.load(labels_ptr + row)
+    if label == ignore_index:
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            tl.store(x_ptr + row * n_cols + cols, tl.zeros([BLOCK], tl.float32), mask=cols < n_cols)
+        tl.store(loss_ptr + row, 0.0)
+        return
+    if label % 2 == 1:
+        scale = label.to(tl.float32) + 1.0
+        shift = label
+    else:
+        scale = 0.5 - label.to(tl.float32)
+        shift = label * 3
+    total = 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+        y = tl.load(y_ptr + row * n_cols + cols, mask=mask, other=0.0)
+        d = (x - y) * scale + shift
+        if row % 3 == 0:  # nested: an `if` inside the loop inside a branch
+            d = tl.abs(d) - 1.0
+        tl.store(x_ptr + row * n_cols + cols, d, mask=mask)
+        total += tl.sum(d)
+    tl.store(loss_ptr + row, total + tl.atomic_add(count_ptr, 1).to(tl.float32) * 0.0)
+
+
+def scenario_ignored_rows(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    x, y = _rand(seed, 23, 70), _rand(seed + 1, 23, 70)
+    labels = torch.randint(0, 4, (23,), generator=g)
+    loss, count = torch.empty(23), torch.zeros(1, dtype=torch.int32)
+    ignored_rows_kernel[(23,)](x, y, labels, loss, count, 70, 0, BLOCK=32)
+    return x, loss, count
+
+
+@triton.jit
+def two_atomics_kernel(x_ptr, even_ptr, odd_ptr, out_ptr):
+    """An atomic in each branch of an `if`, their tickets used: each program takes one, in program order."""
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    if x > 0:
+        ticket = tl.atomic_add(even_ptr, 1)
+    else:
+        ticket = tl.atomic_add(odd_ptr, 1)
+    tl.store(out_ptr + pid, ticket)
+
+
+def scenario_two_atomics(seed: int):
+    x = _rand(seed, 29)
+    even, odd = torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    out = torch.empty(29, dtype=torch.int32)
+    two_atomics_kernel[(29,)](x, even, odd, out)
+    return even, odd, out
+
+
+@triton.jit
+def branch_findings_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Findings in both branches of an `if`: a load past the end in one, a NaN made in the other."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if pid % 2 == 0:
+        v = tl.load(x_ptr + offs + 3)  # past the end for the last even program
+    else:
+        v = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        v = tl.log(v - 10.0)  # NaN from finite values
+    tl.store(out_ptr + offs, v, mask=offs < n)
+
+
+def scenario_branch_findings(seed: int):
+    x = _rand(seed, 5 * 16)
+    out = torch.empty(5 * 16)
+    branch_findings_kernel[(5,)](x, out, 5 * 16, BLOCK=16)
+    return out
+
+
