@@ -146,3 +146,16 @@ def test_libdevice_rounding_modes_and_conversions():
     assert NUMPY["round"](halves).tolist() == [2, -2, 3]  # C round(): half away from zero
     big = np.array([2**24 + 1], dtype=np.int64)
     assert NUMPY["ll2float_rd"](big)[0] == 2**24 and NUMPY["ll2float_ru"](big)[0] == 2**24 + 2
+
+
+@pytest.mark.parametrize("executor", ["serial", "batched"])
+def test_maximum_of_a_signaling_nan_is_the_number_on_both_engines(executor):
+    """numpy's fmax gave the NaN in its scalar loop and the number in its vector loop (engine-dependent); a GPU's
+    max.f32 gives the number, and so does tdebug now, whichever engine runs the kernel."""
+    import os
+
+    env = {**os.environ, "TDEBUG_EXECUTOR": executor, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "tdebug", "run", "tests/cpu/data/signaling_nan_max.py", "--mode",
+                           "interpret"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "nan count 0" in proc.stdout

@@ -13,6 +13,10 @@
 - Triton 3.6's `tl.dot(a, b, acc)` of int8 operands into an int32 `acc` without `out_dtype=tl.int32` stops on a
   bare `assert` in the front end (compiled Triton 3.6 alike, as its front end is the same code): the message
   says what to write.
+- `tl.maximum` / `tl.minimum` (create_maxnumf / create_minnumf, numpy's fmax / fmin) of a signaling NaN and a
+  number: numpy's vector loop gives the number, its scalar loop (C's fmaxf) a NaN, so the answer hung on the
+  shape of the arrays (one program's or a batch's); tdebug's poison of torch.empty memory is a signaling NaN.
+  A GPU's max.f32 / min.f32 give the number, for any NaN: here too.
 """
 
 from __future__ import annotations
@@ -130,6 +134,26 @@ def _fp8_types(original: Callable) -> Callable:
     return _patch_lang
 
 
+def _the_number(original: Callable) -> Callable:
+    """create_maxnumf / create_minnumf: where one operand is a NaN (signaling or quiet) and the other is not, the
+    other (checked only where the result holds a NaN)."""
+
+    @functools.wraps(original)
+    def op(*args, **kwargs):
+        out = original(*args, **kwargs)
+        data = np.asarray(out.data)
+        if data.dtype.kind != "f" or not np.isnan(data).any():
+            return out
+        call = bind(original, args, kwargs).arguments
+        a, b = np.asarray(call["lhs"].data), np.asarray(call["rhs"].data)
+        if a.dtype.kind != "f" or b.dtype.kind != "f":
+            return out
+        out.data = np.where(np.isnan(a), b, np.where(np.isnan(b), a, data)).astype(data.dtype, copy=False)
+        return out
+
+    return op
+
+
 def install() -> None:
     import triton.language as tl
     from triton.language import semantic
@@ -139,5 +163,7 @@ def install() -> None:
     patch(interpreter.interpreter_builder, "get_all_ones_value", _all_ones)
     patch(semantic.TritonSemantic, "dot", _dot)
     patch(interpreter, "_patch_lang", _fp8_types)
+    for name in ("create_maxnumf", "create_minnumf"):
+        patch(interpreter.interpreter_builder, name, _the_number)
     if hasattr(interpreter.interpreter_builder, "create_gather"):
         patch(interpreter.interpreter_builder, "create_gather", _gather)
