@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS_SCRIPT = ROOT / "scripts" / "bench_engine" / "workloads.py"
 WORKLOADS = ["matmul", "softmax", "rms_norm_fwd", "rms_norm_bwd", "attention_causal", "matmul_splitk", "spin_lock",
              "matmul_bf16", "rms_norm_bf16_fwd", "rms_norm_bf16_bwd", "small_launches", "row_stream",
-             "row_stream_repeated", "varlen_chunks"]
+             "row_stream_repeated", "varlen_chunks", "divergent_rows"]
 MODES = ["plain", "serial", "batched", "torch"]
 TDEBUG_MODES = ("serial", "batched", "baseline")  # the modes that run tdebug: each gets a column over the floor
 MARK = "TDEBUG_BENCH "

@@ -329,6 +329,55 @@ def row_stream_repeated():
 
 
 @triton.jit
+def _masked_row_loss(x_ptr, y_ptr, labels_ptr, loss_ptr, n_cols, stride, ignore_index, BLOCK: tl.constexpr):
+    """A per-row loss with an ignored label, in the style of Liger-Kernel's losses: an ignored row's gradient is
+    zeroed and the program returns early; the others store x - y and the row's sum of |x - y|."""
+    row = tl.program_id(0).to(tl.int64)
+    label = tl.load(labels_ptr + row)
+    if label == ignore_index:
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            tl.store(x_ptr + row * stride + cols, tl.zeros([BLOCK], tl.float32), mask=cols < n_cols)
+        tl.store(loss_ptr + row, 0.0)
+        return
+    total = 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+        y = tl.load(y_ptr + row * stride + cols, mask=mask, other=0.0)
+        tl.store(x_ptr + row * stride + cols, x - y, mask=mask)
+        total += tl.sum(tl.abs(x - y))
+    tl.store(loss_ptr + row, total)
+
+
+def _divergent_rows_inputs():
+    rows, cols = (64, 300) if QUICK else (4096, 1024)
+    x, y = randn(rows, cols), randn(rows, cols)
+    labels = torch.randint(0, 4, (rows,), generator=GEN)  # a quarter of the rows ignored (label 0), scattered
+    return x, y, labels
+
+
+def _divergent_rows_reference(x, y, labels):
+    keep = (labels != 0)[:, None]
+    diff = torch.where(keep, x.double() - y.double(), 0.0)
+    return diff, diff.abs().sum(1)
+
+
+def divergent_rows():
+    """A launch whose programs take an early `return` or not by a loaded label, scattered over the grid (Liger's
+    tvd and cross entropy with ignore_index): how the engine runs programs that diverge."""
+    x, y, labels = _divergent_rows_inputs()
+    rows, cols = x.shape
+    ref_grad, ref_loss = _divergent_rows_reference(x, y, labels)
+    loss = torch.empty(rows)
+    with Timer() as timer:
+        _masked_row_loss[(rows,)](x, y, labels, loss, cols, x.stride(0), 0, BLOCK=512)
+    err = max(max_err(x, ref_grad), max_err(loss, ref_loss) / cols)
+    return timer, [x, loss], err, 1e-5, rows, triton.cdiv(cols, 512)
+
+
+@triton.jit
 def _chunk_states(k_ptr, v_ptr, out_ptr, cu_seqlens, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
                   BT: tl.constexpr):
     """A decayed K^T V state over a varlen batch in chunks of BT steps, in the style of linear-attention
@@ -474,6 +523,19 @@ def _row_stream_floor(times: int):
     return timer, ys[-1:], max_err(ys[-1], x.double() * -0.5), 0.0, 1, times
 
 
+def _divergent_rows_floor():
+    x, y, labels = _divergent_rows_inputs()
+    keep = (labels != 0)[:, None]
+
+    def rows():
+        diff = torch.where(keep, x - y, 0.0)
+        return diff, diff.abs().sum(1)
+
+    timer, (grad, loss) = floor_time(rows)
+    ref_grad, ref_loss = _divergent_rows_reference(x, y, labels)
+    return timer, [grad, loss], max(max_err(grad, ref_grad), max_err(loss, ref_loss) / x.shape[1]), 1e-5, 1, 1
+
+
 def _varlen_floor():
     """The decayed state in closed form: after C chunks, chunk c's k^T v carries 0.99^(C-1-c), so each sequence's
     state is one k^T v over its steps with k's rows weighted by their chunk's decay (the kernel's multiply-adds,
@@ -502,7 +564,7 @@ FLOORS: dict[str, Callable] = {
     "rms_norm_bf16_bwd": lambda: _rms_floor(torch.bfloat16, False),
     "attention_causal": _attention_floor, "spin_lock": _spin_lock_floor, "small_launches": _small_launches_floor,
     "row_stream": lambda: _row_stream_floor(1), "row_stream_repeated": lambda: _row_stream_floor(4),
-    "varlen_chunks": _varlen_floor,
+    "varlen_chunks": _varlen_floor, "divergent_rows": _divergent_rows_floor,
 }
 
 
@@ -516,7 +578,8 @@ def first_launch_imports() -> None:
 
 WORKLOADS: dict[str, Callable] = {f.__name__: f for f in (
     matmul, softmax, rms_norm_fwd, rms_norm_bwd, attention_causal, matmul_splitk, spin_lock, matmul_bf16,
-    rms_norm_bf16_fwd, rms_norm_bf16_bwd, small_launches, row_stream, row_stream_repeated, varlen_chunks)}
+    rms_norm_bf16_fwd, rms_norm_bf16_bwd, small_launches, row_stream, row_stream_repeated, varlen_chunks,
+    divergent_rows)}
 
 
 def main() -> int:
