@@ -138,7 +138,7 @@ class _Rewriter:
                 continue
             inside = {id(n) for s in body for n in ast.walk(s)}
             begin = _helper(at, "branch_begin", [at.name(name), at.locals()])
-            sides.append(self.loops.predicated(at, body, inside, begin))
+            sides.append(self.loops.predicated(at, body, inside, begin, compacting=False))
         then, orelse = sides
         call = _helper(at, "branches", [node.test, at.constant(then is not None), at.constant(orelse is not None)])
         inner = ast.If(test=at.name(name), body=then or [ast.Pass(**at.at)], orelse=orelse or [], **at.at)

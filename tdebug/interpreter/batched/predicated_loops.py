@@ -128,11 +128,12 @@ class LoopRewriter:
 
     def predicated(self, at: _Place, body: list[ast.stmt], inside: set[int], begin: ast.expr,
                    names: list[str] | None = None, reads: list[str] | None = None,
-                   target: str | None = None) -> list[ast.stmt]:
+                   target: str | None = None, compacting: bool = True) -> list[ast.stmt]:
         """`body` (a loop's, or a branch's of an `if`: predicated_ifs.py) between the statements that run it
         predicated: its state from `begin` (None: run as written), compacted when few programs run it, and at its
         end each name it binds merged (the programs that ran it take the new value, the others keep theirs).
-        `inside`: the ids of the nodes of the body (and of the loop's variable, `target`)."""
+        `inside`: the ids of the nodes of the body (and of the loop's variable, `target`); `compacting` False: never
+        compacted (a branch: the integer locals store records read must stay the very values end() noted)."""
         names = _assigned(body) if names is None else names
         reads = [n for n in _read(body) if n in self.local] if reads is None else reads
         # Names every use of which lies in the body: not bound before the loop, not read after it.
@@ -144,7 +145,7 @@ class LoopRewriter:
         # The function's other locals: those holding a per-program integer scalar are cut too (tdebug's store
         # records read every such local of the frame, and must find them all with the same programs).
         scalars = sorted(self.local - set(reads) - {target})
-        if reads:
+        if reads and compacting:
             # A compacted iteration (compact()): the names it reads rebound to the rows of the programs in the loop.
             cut_name = CUT.format(self.count - 1)
             cut = [at.assign(cut_name, at.helper("compact", [at.name(state), at.locals(), at.strings(reads),
