@@ -7,7 +7,7 @@ did). Then each `if` written in the kernel (its test is boolops' condition() cal
 constexpr's and whose branches have no break, continue, return or try, becomes
     for __tdebug_branch_K in __tdebug_ifs__.branches(test, has_then, has_else):
         if __tdebug_branch_K:
-            <then, predicated: predicated_loops' begin/compact/end around it, begun by branch_begin()>
+            <then, predicated: predicated_loops' begin/end around it (never compacted), begun by branch_begin()>
         else:
             <else, the same>
 On the serial engine, or when the batch's programs agree on the test, branches() yields the test's truth once and
