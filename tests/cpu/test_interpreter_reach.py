@@ -159,3 +159,4 @@ def test_maximum_of_a_signaling_nan_is_the_number_on_both_engines(executor):
                            "interpret"], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "nan count 0" in proc.stdout
+    assert "zero signs 0 16 0" in proc.stdout  # max +0.0, min -0.0

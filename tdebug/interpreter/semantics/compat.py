@@ -16,7 +16,8 @@
 - `tl.maximum` / `tl.minimum` (create_maxnumf / create_minnumf, numpy's fmax / fmin) of a signaling NaN and a
   number: numpy's vector loop gives the number, its scalar loop (C's fmaxf) a NaN, so the answer hung on the
   shape of the arrays (one program's or a batch's); tdebug's poison of torch.empty memory is a signaling NaN.
-  A GPU's max.f32 / min.f32 give the number, for any NaN: here too.
+  A GPU's max.f32 / min.f32 give the number, for any NaN: here too. Likewise the sign of max(-0.0, +0.0): numpy's
+  loops differ; here +0.0 (and -0.0 for the min), IEEE 754-2019's maximumNumber / minimumNumber.
 """
 
 from __future__ import annotations
@@ -134,24 +135,36 @@ def _fp8_types(original: Callable) -> Callable:
     return _patch_lang
 
 
-def _the_number(original: Callable) -> Callable:
-    """create_maxnumf / create_minnumf: where one operand is a NaN (signaling or quiet) and the other is not, the
-    other (checked only where the result holds a NaN)."""
+def _the_number(largest: bool) -> Callable[[Callable], Callable]:
+    """create_maxnumf (largest) / create_minnumf: where one operand is a NaN (signaling or quiet) and the other is
+    not, the other; of two zeros, +0.0 for the max and -0.0 for the min (IEEE 754-2019's maximumNumber). Checked
+    only where the result holds a NaN or a zero."""
 
-    @functools.wraps(original)
-    def op(*args, **kwargs):
-        out = original(*args, **kwargs)
-        data = np.asarray(out.data)
-        if data.dtype.kind != "f" or not np.isnan(data).any():
+    def make(original: Callable) -> Callable:
+        @functools.wraps(original)
+        def op(*args, **kwargs):
+            out = original(*args, **kwargs)
+            data = np.asarray(out.data)
+            if data.dtype.kind != "f":
+                return out
+            nan, zero = np.isnan(data), data == 0
+            if not nan.any() and not zero.any():
+                return out
+            call = bind(original, args, kwargs).arguments
+            a, b = np.asarray(call["lhs"].data), np.asarray(call["rhs"].data)
+            if a.dtype.kind != "f" or b.dtype.kind != "f":
+                return out
+            fixed = np.where(np.isnan(a), b, np.where(np.isnan(b), a, data))
+            both_zero = (a == 0) & (b == 0)
+            if both_zero.any():
+                signs = np.signbit(a) & np.signbit(b) if largest else np.signbit(a) | np.signbit(b)
+                fixed = np.where(both_zero, np.where(signs, -0.0, 0.0), fixed)
+            out.data = fixed.astype(data.dtype, copy=False)
             return out
-        call = bind(original, args, kwargs).arguments
-        a, b = np.asarray(call["lhs"].data), np.asarray(call["rhs"].data)
-        if a.dtype.kind != "f" or b.dtype.kind != "f":
-            return out
-        out.data = np.where(np.isnan(a), b, np.where(np.isnan(b), a, data)).astype(data.dtype, copy=False)
-        return out
 
-    return op
+        return op
+
+    return make
 
 
 def install() -> None:
@@ -163,7 +176,7 @@ def install() -> None:
     patch(interpreter.interpreter_builder, "get_all_ones_value", _all_ones)
     patch(semantic.TritonSemantic, "dot", _dot)
     patch(interpreter, "_patch_lang", _fp8_types)
-    for name in ("create_maxnumf", "create_minnumf"):
-        patch(interpreter.interpreter_builder, name, _the_number)
+    patch(interpreter.interpreter_builder, "create_maxnumf", _the_number(largest=True))
+    patch(interpreter.interpreter_builder, "create_minnumf", _the_number(largest=False))
     if hasattr(interpreter.interpreter_builder, "create_gather"):
         patch(interpreter.interpreter_builder, "create_gather", _gather)

@@ -1,5 +1,6 @@
 """tl.maximum / tl.minimum of a signaling NaN (tdebug's poison of torch.empty memory is one: 0x7fa5a5a5) and a
-number, 8 lanes a program: prints the results' NaN count, which must be 0 on either engine (a GPU's max.f32)."""
+number, 8 lanes a program: prints the results' NaN count, which must be 0 on either engine (a GPU's max.f32); and the
+signs of max / min of -0.0 and +0.0."""
 
 import torch
 import triton
@@ -21,3 +22,9 @@ y = torch.randn(16)
 out = torch.empty(48)
 max_min_kernel[(2,)](x, y, out, B=8)
 print("nan count", int(torch.isnan(out).sum()))
+
+# Two zeros: +0.0 for the max whichever side it is on, -0.0 for the min (IEEE 754-2019's maximumNumber).
+neg, pos = torch.full((16,), -0.0), torch.zeros(16)
+max_min_kernel[(2,)](neg, pos, out, B=8)
+print("zero signs", int(torch.signbit(out[:16]).sum()), int(torch.signbit(out[16:32]).sum()),
+      int(torch.signbit(out[32:]).sum()))
