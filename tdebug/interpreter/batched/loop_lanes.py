@@ -271,8 +271,8 @@ def _counter_class() -> type:
         class LaneCounter(tl.tensor):
             """A loop's counter with one value per lane: an int32 (int64 past its range) scalar tensor, as
             loop_counters' LoopCounter answers, whose arithmetic with ints stays a counter with Python's values;
-            with a tensor it is a Python int's scalar constant (checked where the type rules differ: the semantic's
-            binary-op check); any other use refuses the lanes."""
+            beside a tensor it is that int32 / int64 tensor, as the LoopCounter is there; any other use refuses
+            the lanes."""
 
             def lane_values(self) -> np.ndarray:
                 return np.asarray(self.handle.data).reshape(-1).astype(np.int64)
@@ -354,19 +354,12 @@ def _exact(fn, a, b, key: tuple) -> np.ndarray:
 
 
 def _check_pairing(counter, other) -> None:
-    """Refuse a binary op where a Python int's scalar constant and the counter's tensor would type differently: a
-    tensor operand other than int32/int64 (int64 only for a counter past int32's range), fp32/fp64 or a pointer."""
+    """Refuse a binary op of the counter beside a value whose type lanes cannot tell (beside a tensor the serial
+    engine's counter is an int32 / int64 tensor too: loop_counters)."""
     if type(other) is type(counter) or isinstance(other, numbers.Number):
         return
-    scalar = getattr(getattr(other, "type", None), "scalar", None)
-    if scalar is None:
+    if getattr(getattr(other, "type", None), "scalar", None) is None:
         raise LanesRefused(counter.key, "the loop's counter beside a value lanes cannot type")
-    if scalar.is_ptr():
-        return
-    name = getattr(scalar, "name", "")
-    if name in ("int64", "fp32", "fp64") or (name == "int32" and counter.type.scalar.name == "int32"):
-        return  # the type a Python int's constant would give (beside fp32/fp64: the float, the value rounded once)
-    raise LanesRefused(counter.key, f"the loop's counter beside a {name} tensor")
 
 
 def _binary_checked(original):

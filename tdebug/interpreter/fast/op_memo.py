@@ -23,6 +23,7 @@ import enum
 from typing import Any
 
 from ..semantics.loop_counters import LoopCounter as _COUNTER
+from ..semantics.loop_counters import as_tensors
 from ..versions import patcher
 
 patch = patcher("op_memo")
@@ -429,6 +430,8 @@ def _memoised(member, semantic):
         scalars: list = []  # where the Python int/float operands of an operator sit in parts
         values: list = []  # and their values
         counted = False  # a loop's counter among the operands (loop_counters.py): called with the int it is
+        if any(type(a) is _COUNTER for a in args) or any(type(v) is _COUNTER for v in kwargs.values()):
+            args, kwargs = as_tensors(args, kwargs)  # beside a tensor: the counter's tensor, as compiled
         try:
             for value in args:
                 if type(value) is tensor_class and type(value.handle) is handle_class and \

@@ -6,7 +6,11 @@ iterable wrapped: `for i in __tdebug_counters__.counted(<iterable>)`, which hand
 that answer the tensor attributes an int lacks (`.to`, `.dtype`, `.type`, ...) from an int32 scalar tensor of
 their value (int64 past int32's range: a loop over int64 bounds). Integer arithmetic on a counter gives a counter
 (`(i * BLOCK).to(tl.int64)`), with Python's values as before (no int32 wrap); tdebug's op memo and predicated
-loops read a counter as the int it is. `tl.static_range` loops are left alone (their counter is a constexpr compiled).
+loops read a counter as the int it is. Beside a tensor (`x + i`, `tl.maximum(x, i)`, `tl.where(m, i, x)`) a
+counter is that int32 (int64) tensor, not a Python int's weak constant, as compiled: `bf16 + i` computes in fp32,
+`int8 + i` in int32 (as_tensors(), which op_memo applies to a builtin's arguments, and the semantic's binary-op
+check here for a call op_memo does not record). `tl.static_range` loops are left alone (their counter is a
+constexpr compiled).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ..versions import rewrite_jit_functions
+from ..versions import bind, patcher, rewrite_jit_functions
+
+patch = patcher("loop_counters")
 
 NAME = "__tdebug_counters__"
 _INT32 = (-(2**31), 2**31)
@@ -94,6 +100,40 @@ def rewrite(tree: ast.AST) -> ast.AST:
     return tree
 
 
+def as_tensors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A builtin's arguments with each counter as its tensor where a tensor is among them (else as they are)."""
+    import triton.language as tl
+
+    values = list(args) + list(kwargs.values())
+    if not any(type(v) is LoopCounter for v in values) or not any(
+            isinstance(v, tl.tensor) for v in values):
+        return args, kwargs
+    return (tuple(a.tensor() if type(a) is LoopCounter else a for a in args),
+            {k: v.tensor() if type(v) is LoopCounter else v for k, v in kwargs.items()})
+
+
+def _typed_as_tensors(original):
+    """The semantic's binary-op type check with a counter beside a tensor given the counter's tensor instead."""
+
+    def binary_op_type_checking_impl(*args, **kwargs):
+        if not any(type(a) is LoopCounter for a in args) and not any(type(v) is LoopCounter for v in kwargs.values()):
+            return original(*args, **kwargs)
+        import triton.language as tl
+
+        call = bind(original, args, kwargs)
+        lhs, rhs = call.arguments["lhs"], call.arguments["rhs"]
+        if type(lhs) is LoopCounter and isinstance(rhs, tl.tensor):
+            call.arguments["lhs"] = lhs.tensor()
+        if type(rhs) is LoopCounter and isinstance(lhs, tl.tensor):
+            call.arguments["rhs"] = rhs.tensor()
+        return original(*call.args, **call.kwargs)
+
+    return binary_op_type_checking_impl
+
+
 def install() -> None:
     """Every jit function the interpreter rewrites gets its range loops' counters as compiled Triton's."""
+    from triton.language.semantic import TritonSemantic
+
     rewrite_jit_functions("loop_counters", NAME, sys.modules[__name__], rewrite)
+    patch(TritonSemantic, "binary_op_type_checking_impl", _typed_as_tensors)

@@ -281,3 +281,27 @@ def scenario_bf16_scalar_local(seed: int):
     out = torch.empty(640, dtype=torch.bfloat16)
     bf16_scalar_local_kernel[(20,)](x, out, B=32)
     return out
+
+
+@triton.jit
+def counter_beside_bf16_kernel(x0_ptr, ov2_ptr, n, B: tl.constexpr):
+    """A loop whose start differs per program (split-K's form) adding its counter to a bf16 tensor: the serial
+    engine's counter was a Python int (bf16 arithmetic), the predicated loop's an int32 tensor (fp32, as compiled);
+    now an int32 tensor on both (loop_counters)."""
+    pid = tl.program_id(0)
+    lane = tl.arange(0, B)
+    offs = pid * B + lane
+    v1 = (tl.load(x0_ptr + offs)).to(tl.bfloat16)
+    v2 = (tl.exp(v1.to(tl.float32))).to(tl.float32)
+    for i in range(pid % 3 * 2, pid % 3 * 2 + 2):
+        v2 += ((v1 + v1) + i).to(tl.float32)
+    tl.store(ov2_ptr + offs, v2, mask=offs < n)
+
+
+def scenario_counter_beside_bf16(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    x0 = _fill(g, "randn", torch.bfloat16, 16)
+    ov2 = torch.empty(16, dtype=torch.float32)
+    counter_beside_bf16_kernel[(2,)](x0, ov2, 16, B=8)
+    return [x0, ov2]
+

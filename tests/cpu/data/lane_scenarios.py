@@ -1,9 +1,9 @@
 """Loops whose iterations the batched engine runs as lanes of one batch (tdebug/interpreter/batched/loop_lanes.py):
 accumulators folded in order (fp32, a bf16 product fused into its add, an int32 sum that wraps, a NaN made in the
-fold), under constexpr `if`s, one program and many; and what must make it give the lanes up, with the same results:
-an address stored by one iteration and loaded by a later one, two store ops meeting across iterations, an atomic,
-a Python `if` on the loop's counter, the counter beside a bf16 or int8 tensor (typed as a Python int would be: an
-int8 out of its range is the front end's error), an out-of-bounds load in one iteration, an uninitialised read.
+fold), under constexpr `if`s, one program and many, the counter beside a bf16 or int8 tensor (an int32 tensor there,
+as compiled: fp32 and int32 arithmetic); and what must make it give the lanes up, with the same results: an address
+stored by one iteration and loaded by a later one, two store ops meeting across iterations, an atomic, a Python
+`if` on the loop's counter; an out-of-bounds load in one iteration, an uninitialised read.
 engine_diff.py runs each under the serial and the batched engine (outputs bit for bit, findings, store records, the
 error)."""
 
