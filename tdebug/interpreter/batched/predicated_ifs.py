@@ -1,9 +1,10 @@
 """Predicated `if`s for the batched engine: an `if` whose test differs between the programs of a batch runs each
 branch once, for the programs that take it, instead of splitting the batch into runs of programs that agree.
 
-Each jit function's AST (after predicated_loops' rewrite) has, first, its early returns at the top level turned
-into branches: `if c: A; return` followed by B becomes `if c: A else: B` (the function ends after either, as it
-did). Then each `if` written in the kernel (its test is boolops' condition() call), whose test is not plainly a
+Each jit function's AST (after predicated_loops' rewrite) has, first, its early returns turned into branches:
+`if c: A; return` followed by B becomes `if c: A else: B` (the function ends after either, as it did), through
+nested `if`s too (`if HAS_LABEL: if label == ignore: ...; return` + B: B in each branch that does not return).
+Then each `if` written in the kernel (its test is boolops' condition() call), whose test is not plainly a
 constexpr's and whose branches have no break, continue, return or try, becomes
     for __tdebug_branch_K in __tdebug_ifs__.branches(test, has_then, has_else):
         if __tdebug_branch_K:
@@ -21,6 +22,7 @@ error raised while programs are inactive splits the batch by the test's truth (g
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -66,18 +68,38 @@ def _bare_return(stmt: ast.stmt) -> bool:
 
 
 def _early_returns(body: list[ast.stmt]) -> list[ast.stmt]:
-    """A statement list after which the function ends, its first `if c: A; return` (no other return in it) with
-    what follows it as its else (appended to an else it has), the same again in that else."""
+    """A statement list the function's end follows, each bare `return` in it or in its `if`s' branches (through
+    `if`s only, constexpr ones too) made the end of its branch: what follows the `if` goes into its branches (a copy
+    in the then branch), and a `return` drops what follows it. An `if` with a return inside a loop, or one that
+    returns a value, is left as it is."""
+    out: list[ast.stmt] = []
     for i, stmt in enumerate(body):
-        if isinstance(stmt, ast.If) and _written(stmt) and stmt.body and _bare_return(stmt.body[-1]) \
-                and not any(isinstance(n, ast.Return) for s in stmt.body[:-1] for n in ast.walk(s)):
+        if _bare_return(stmt):
+            return out  # what follows a return never runs
+        if isinstance(stmt, ast.If) and _written(stmt) and _returns_through_ifs(stmt):
             rest = body[i + 1:]
-            stmt.body = stmt.body[:-1] or [ast.Pass(**_Place(stmt.body[-1]).at)]
+            stmt.body = _early_returns(stmt.body + copy.deepcopy(rest)) or [ast.Pass(**_Place(stmt).at)]
             stmt.orelse = _early_returns(stmt.orelse + rest)
-            return body[:i + 1]
-    if len(body) > 1 and _bare_return(body[-1]):  # the function ends here anyway
-        return body[:-1]
-    return body
+            out.append(stmt)
+            return out
+        out.append(stmt)
+    return out
+
+
+def _returns_through_ifs(node: ast.If) -> bool:
+    """Does a bare `return` end a path through the `if`'s branches (nested `if`s only), with no other return in it?"""
+    found = False
+    for stmt in node.body + node.orelse:
+        if _bare_return(stmt):
+            found = True
+        elif isinstance(stmt, ast.If):
+            if _returns_through_ifs(stmt):
+                found = True
+            elif any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                return False
+        elif any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+            return False  # a return inside a loop (or a value returned in a branch)
+    return found
 
 
 def _static(node: ast.If, constexprs: set[str], local: set[str]) -> bool:

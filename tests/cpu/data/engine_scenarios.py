@@ -690,3 +690,42 @@ def scenario_branch_findings(seed: int):
     return out
 
 
+
+
+@triton.jit
+def labelled_rows_kernel(x_ptr, labels_ptr, loss_ptr, n_cols, ignore_index: tl.constexpr, BLOCK: tl.constexpr,
+                         HAS_LABEL: tl.constexpr, PER_ELEMENT: tl.constexpr):
+    """Liger's tvd form: the early return inside a constexpr `if` (the rest of the kernel then runs in each branch
+    that does not return), a constexpr `if` inside the zeroing loop."""
+    row = tl.program_id(0).to(tl.int64)
+    x_ptr += row * n_cols
+    if HAS_LABEL:
+        label = tl.load(labels_ptr + row)
+        if label == ignore_index:
+            for i in range(0, n_cols, BLOCK):
+                cols = i + tl.arange(0, BLOCK)
+                tl.store(x_ptr + cols, 0.0, mask=cols < n_cols)
+                if PER_ELEMENT:
+                    tl.store(loss_ptr + row * n_cols + cols, 0.0, mask=cols < n_cols)
+            return
+    total = 0.0
+    for i in range(0, n_cols, BLOCK):
+        cols = i + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < n_cols, other=0.0)
+        tl.store(x_ptr + cols, x * 0.5, mask=cols < n_cols)
+        if PER_ELEMENT:
+            tl.store(loss_ptr + row * n_cols + cols, tl.abs(x), mask=cols < n_cols)
+        else:
+            total += tl.sum(tl.abs(x))
+    if not PER_ELEMENT:
+        tl.store(loss_ptr + row, total)
+
+
+def scenario_labelled_rows(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 3, (19,), generator=g)
+    x, y = _rand(seed, 19, 40), _rand(seed + 1, 19, 40)
+    loss, per = torch.empty(19), torch.empty(19, 40)
+    labelled_rows_kernel[(19,)](x, labels, loss, 40, 0, BLOCK=16, HAS_LABEL=True, PER_ELEMENT=False)
+    labelled_rows_kernel[(19,)](y, labels, per, 40, 1, BLOCK=16, HAS_LABEL=True, PER_ELEMENT=True)
+    return x, y, loss, per
