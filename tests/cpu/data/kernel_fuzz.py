@@ -2,7 +2,8 @@
 kernels (element-wise math that makes NaN/Inf, casts between every float and int dtype (fp64/32/16, bf16, int8-64,
 uint8-64) and rounding through fp8 (e4m3, e5m2), masks and `other`,
 reductions and scans with built-in and custom combine functions, tl.dot, atomics and their return values,
-tl.where, loops with per-program trip counts, early returns, `if` on pid and on loaded values, 1-3-D grids,
+tl.where, loops with per-program trip counts, early returns (also inside a constexpr `if`), `if` on pid and on
+loaded values, 1-3-D grids,
 inputs with NaN/Inf/huge/tiny values or left uninitialised, stores past the end), each run under both engines in
 one process (engine_compare.run_scenario) and compared bit for bit: outputs, in-place inputs, findings, the error
 string and the store records.
@@ -610,8 +611,15 @@ class Writer:
             expr, d = self.scalar_load()
             cond = f"{expr} < {'1' if d.startswith('u') else '0'}"
             self.features["return:loaded"] += 1
+        nested = self.pick(["", "B > 2", "B < 2"])  # inside a constexpr `if` (taken, or not): Liger's form
+        if nested:
+            self.features[f"return:in_constexpr_if{'_taken' if nested == 'B > 2' else ''}"] += 1
+            self.emit(f"if {nested}:")
+            self.indent += 1
         self.emit(f"if {cond}:")
         self.emit("    return")
+        if nested:
+            self.indent -= 1
 
     STATEMENTS = ["binary", "unary", "cast", "load", "where", "minmax", "reduce", "scan", "rows", "dot", "atomic",
                   "if", "loop", "return", "store"]
