@@ -430,8 +430,6 @@ def _memoised(member, semantic):
         scalars: list = []  # where the Python int/float operands of an operator sit in parts
         values: list = []  # and their values
         counted = False  # a loop's counter among the operands (loop_counters.py): called with the int it is
-        if any(type(a) is _COUNTER for a in args) or any(type(v) is _COUNTER for v in kwargs.values()):
-            args, kwargs = as_tensors(args, kwargs)  # beside a tensor: the counter's tensor, as compiled
         try:
             for value in args:
                 if type(value) is tensor_class and type(value.handle) is handle_class and \
@@ -454,9 +452,14 @@ def _memoised(member, semantic):
                     _encode(value, parts, ops)
             for name, value in kwargs.items():
                 parts.append(name)
+                counted = counted or type(value) is _COUNTER
                 _encode(value, parts, ops)
         except _Uncacheable:
             return member(*args, _semantic=semantic, **kwargs)
+        if counted:
+            typed_args, typed_kwargs = as_tensors(args, kwargs)
+            if typed_args is not args or typed_kwargs is not kwargs:  # beside a tensor: the counter's tensor, as
+                return call(*typed_args, **typed_kwargs)  # compiled (called again: keyed as a tensor)
         if counted:  # what the trace records holds the int, so that a family can replace it
             args = tuple(int(a) if type(a) is _COUNTER else a for a in args)
         key = tuple(parts)
