@@ -46,6 +46,7 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_branch_after_store"]["predicated_ifs"] >= 1
     assert runs["scenario_ignored_rows"]["predicated_ifs"] >= 3 and runs["scenario_ignored_rows"]["splits"] == 0
     assert runs["scenario_labelled_rows"]["predicated_ifs"] >= 2 and runs["scenario_labelled_rows"]["splits"] == 0
+    assert runs["scenario_return_only"]["error"] == "" and runs["scenario_return_only"]["predicated_ifs"] == 1
     assert runs["scenario_two_atomics"]["splits"] >= 1  # an atomic in each branch: split by the test's value
     assert set(runs["scenario_branch_findings"]["findings"]) == {"bounds", "nan"}
     assert runs["scenario_branch_findings"]["predicated_ifs"] >= 1

@@ -48,7 +48,7 @@ def rewrite(tree: ast.AST) -> ast.AST:
     """The tree with its kernels' early returns made branches and their `if`s predicated."""
     for function in getattr(tree, "body", []):
         if isinstance(function, ast.FunctionDef):
-            function.body = _early_returns(function.body)
+            function.body = _early_returns(function.body) or [ast.Pass(**_Place(function).at)]  # `return` alone
             ifs = [n for n in ast.walk(function) if isinstance(n, ast.If) and _written(n)]
             if ifs:
                 _Rewriter(function, {id(n) for n in ifs}).statements(function)

@@ -729,3 +729,34 @@ def scenario_labelled_rows(seed: int):
     labelled_rows_kernel[(19,)](x, labels, loss, 40, 0, BLOCK=16, HAS_LABEL=True, PER_ELEMENT=False)
     labelled_rows_kernel[(19,)](y, labels, per, 40, 1, BLOCK=16, HAS_LABEL=True, PER_ELEMENT=True)
     return x, y, loss, per
+
+
+@triton.jit
+def return_only_kernel(x_ptr):
+    """A kernel whose body is a bare `return` (its early-return rewrite leaves no statement)."""
+    return
+
+
+@triton.jit
+def helper_returning_early(x, limit):
+    if limit < 0:
+        return
+    tl.device_assert(limit >= 0)
+
+
+@triton.jit
+def helper_return_kernel(x_ptr, out_ptr, B: tl.constexpr):
+    """A jit helper with an early return, called by programs that take it and programs that do not."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    helper_returning_early(x_ptr, pid - 2)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+
+
+def scenario_return_only(seed: int):
+    x = _rand(seed, 8)
+    return_only_kernel[(3,)](x)
+    out = torch.empty(5 * 8)
+    y = _rand(seed, 5 * 8)
+    helper_return_kernel[(5,)](y, out, B=8)
+    return x, out
