@@ -436,14 +436,18 @@ class _Shape:
     defaults: dict[str, Any]
 
 
-def rewrite_jit_functions(layer: str, name: str, module: types.ModuleType, rewrite: Callable[[Any], Any]) -> None:
+def rewrite_jit_functions(layer: str, name: str, module: types.ModuleType, rewrite: Callable[[Any], Any],
+                          unless: Callable[[], bool] | None = None) -> None:
     """Every @jit function the interpreter rewrites (FunctionRewriter._transform_ast) also goes through
-    `rewrite(tree)`, in `layer`; the rewritten code reaches `module` by `name` in its globals."""
+    `rewrite(tree)`, in `layer` (not while `unless()` holds); the rewritten code reaches `module` by `name` in its
+    globals."""
     from triton.runtime import interpreter
 
     def make(original: Callable) -> Callable:
         def _transform_ast(*args, **kwargs):
             tree = original(*args, **kwargs)
+            if unless is not None and unless():
+                return tree
             bind(original, args, kwargs).arguments["self"].fn.__globals__[name] = module
             return rewrite(tree)
 

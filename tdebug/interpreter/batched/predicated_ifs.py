@@ -29,13 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ..versions import patcher
+from ..versions import rewrite_jit_functions
 from . import predicated_loops
 from .launch import current_batch
 from .predicated_loops import _ESCAPES, LoopRewriter, _boolop_operands, _Place
 from .program_axis import MARK
-
-patch = patcher("predicated_ifs")
 
 NAME = "__tdebug_ifs__"  # the name the rewritten functions reach this module by (set in their globals)
 BRANCH = "__tdebug_branch_{}"
@@ -246,21 +244,6 @@ def branch_begin(side: Any, frame_locals: dict) -> Any:
 def install() -> None:
     """Every jit function the interpreter rewrites gets its `if`s predicated (one rewritten function for both
     engines, as predicated_loops). Not while a breakpoint is set: pdb then steps through the kernel's own lines."""
-    from triton.runtime import interpreter
-
-    from ..versions import bind
     from .grid_loop import FORCE_SERIAL
 
-    module = sys.modules[__name__]
-
-    def make(original):
-        def _transform_ast(*args, **kwargs):
-            tree = original(*args, **kwargs)
-            if FORCE_SERIAL:
-                return tree
-            bind(original, args, kwargs).arguments["self"].fn.__globals__[NAME] = module
-            return rewrite(tree)
-
-        return _transform_ast
-
-    patch(interpreter.FunctionRewriter, "_transform_ast", make)
+    rewrite_jit_functions("predicated_ifs", NAME, sys.modules[__name__], rewrite, unless=lambda: bool(FORCE_SERIAL))

@@ -41,12 +41,10 @@ from typing import Any
 import numpy as np
 
 from ..semantics.loop_counters import LoopCounter
-from ..versions import bind, patcher
+from ..versions import rewrite_jit_functions
 from . import program_axis
 from .launch import current_batch, current_launch
 from .program_axis import MARK, SIDE_ARRAY_NONE, Divergent, _side_arrays, mark
-
-patch = patcher("predicated_loops")
 
 NAME = "__tdebug_loops__"  # the name the rewritten functions reach this module by (set in their globals)
 STATE = "__tdebug_loop_state_{}"
@@ -904,23 +902,8 @@ def install() -> None:
     program, loop() is the kernel's own range and begin() nothing: one rewritten function serves both engines,
     as the interpreter keeps one per jit function). Not while a breakpoint is set: pdb then steps through the
     kernel's own lines and nothing else."""
-    from triton.runtime import interpreter
-
     from .grid_loop import FORCE_SERIAL
 
-    module = sys.modules[__name__]
-
-    def make(original):
-        def _transform_ast(*args, **kwargs):
-            tree = original(*args, **kwargs)
-            if FORCE_SERIAL:
-                return tree
-            rewriter = bind(original, args, kwargs).arguments["self"]
-            rewriter.fn.__globals__[NAME] = module
-            return rewrite(tree)
-
-        return _transform_ast
-
-    patch(interpreter.FunctionRewriter, "_transform_ast", make)
+    rewrite_jit_functions("predicated_loops", NAME, sys.modules[__name__], rewrite, unless=lambda: bool(FORCE_SERIAL))
 
 
