@@ -460,7 +460,7 @@ def _memoised(member, semantic):
             typed_args, typed_kwargs = as_tensors(args, kwargs)
             if typed_args is not args or typed_kwargs is not kwargs:  # beside a tensor: the counter's tensor, as
                 return call(*typed_args, **typed_kwargs)  # compiled (called again: keyed as a tensor)
-        if counted:  # what the trace records holds the int, so that a family can replace it
+            # else what the trace records holds the int, so that a family can replace it
             args = tuple(int(a) if type(a) is _COUNTER else a for a in args)
         key = tuple(parts)
         trace = traces.get(key)

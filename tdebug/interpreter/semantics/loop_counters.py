@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ..versions import bind, patcher, rewrite_jit_functions
+from ..versions import patcher, rewrite_jit_functions
 
 patch = patcher("loop_counters")
 
@@ -101,12 +101,13 @@ def rewrite(tree: ast.AST) -> ast.AST:
 
 
 def as_tensors(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """A builtin's arguments with each counter as its tensor where a tensor is among them (else as they are)."""
+    """A builtin's arguments with each counter as its tensor where a tensor is among them (else as they are: the
+    same objects). Called on every binary op: no counter among them is answered first."""
+    if not any(type(a) is LoopCounter for a in args) and not any(type(v) is LoopCounter for v in kwargs.values()):
+        return args, kwargs
     import triton.language as tl
 
-    values = list(args) + list(kwargs.values())
-    if not any(type(v) is LoopCounter for v in values) or not any(
-            isinstance(v, tl.tensor) for v in values):
+    if not any(isinstance(v, tl.tensor) for v in (*args, *kwargs.values())):
         return args, kwargs
     return (tuple(a.tensor() if type(a) is LoopCounter else a for a in args),
             {k: v.tensor() if type(v) is LoopCounter else v for k, v in kwargs.items()})
@@ -116,17 +117,8 @@ def _typed_as_tensors(original):
     """The semantic's binary-op type check with a counter beside a tensor given the counter's tensor instead."""
 
     def binary_op_type_checking_impl(*args, **kwargs):
-        if not any(type(a) is LoopCounter for a in args) and not any(type(v) is LoopCounter for v in kwargs.values()):
-            return original(*args, **kwargs)
-        import triton.language as tl
-
-        call = bind(original, args, kwargs)
-        lhs, rhs = call.arguments["lhs"], call.arguments["rhs"]
-        if type(lhs) is LoopCounter and isinstance(rhs, tl.tensor):
-            call.arguments["lhs"] = lhs.tensor()
-        if type(rhs) is LoopCounter and isinstance(lhs, tl.tensor):
-            call.arguments["rhs"] = rhs.tensor()
-        return original(*call.args, **call.kwargs)
+        args, kwargs = as_tensors(args, kwargs)
+        return original(*args, **kwargs)
 
     return binary_op_type_checking_impl
 
