@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..semantics import boolops
 from ..versions import rewrite_jit_functions
 from . import predicated_loops
 from .launch import current_batch
@@ -38,7 +39,6 @@ from .program_axis import MARK
 NAME = "__tdebug_ifs__"  # the name the rewritten functions reach this module by (set in their globals)
 BRANCH = "__tdebug_branch_{}"
 FIRST_STATE = 10_000  # the branches' state names (predicated_loops.STATE) from this number on
-CONDITION = "__tdebug_boolops__"  # boolops wraps the test of every `if` the kernel wrote in its condition()
 
 
 # -- the rewrite ------------------------------------------------------------------------------------------------
@@ -56,8 +56,9 @@ def rewrite(tree: ast.AST) -> ast.AST:
 def _written(node: ast.If) -> bool:
     """An `if` of the kernel's own (boolops' condition() around its test), not one a rewrite made."""
     test = node.test
-    return isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "condition" \
-        and isinstance(test.func.value, ast.Name) and test.func.value.id == CONDITION
+    return isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) \
+        and test.func.attr == boolops.condition.__name__ and isinstance(test.func.value, ast.Name) \
+        and test.func.value.id == boolops.NAME
 
 
 def _bare_return(stmt: ast.stmt) -> bool:
