@@ -82,6 +82,7 @@ class Stats:
     predicated_ifs: int = 0  # `if`s whose branches each ran for the programs taking it (predicated_ifs.py)
     lane_chunks: int = 0  # chunks of a loop's iterations run as lanes of one batch (loop_lanes.py)
     lane_iterations: int = 0  # the iterations in them
+    lane_folds: int = 0  # accumulators folded over a chunk as whole numpy ops (lane_folds.py)
     lanes_refused: int = 0  # batches run again with a loop iterating as written (program_axis.LanesRefused)
     fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
 

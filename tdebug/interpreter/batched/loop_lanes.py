@@ -30,7 +30,7 @@ import numpy as np
 from ... import settings
 from ..semantics.loop_counters import LoopCounter
 from ..versions import bind, patcher
-from . import predicated_loops, program_axis
+from . import lane_folds, predicated_loops, program_axis
 from .launch import current_launch
 from .program_axis import MARK, LanesRefused, mark
 
@@ -173,6 +173,13 @@ class Lanes:
         if type(term) is counter or type(total) is counter:
             self.refuse("an accumulator sums the loop's counter")
         wide = getattr(getattr(term, "handle", None), MARK, False) and np.shape(term.handle.data)[0] == part.size
+        if wide:
+            whole = lane_folds.fold(total, term, op, batch.size, self.trips)
+            if whole is not None:  # fp32 with nothing to find: numpy over the chunk, the same bits
+                from .grid_loop import STATS
+
+                STATS.lane_folds += 1
+                return whole
         starts = np.arange(batch.size) * self.trips
         launch = current_launch()
         launch.batch = batch
@@ -208,17 +215,22 @@ class Lanes:
         if not stores or self.trips == 1:
             return
         iteration = np.arange(self.part.size, dtype=np.int64) % self.trips
-        flat = [_active(a, iteration) for a in self.accesses]
+        bounds = [_bounds(a) for a in self.accesses]  # the lowest and highest address reached (None: no lane on)
+        flat: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # every address reached, where two accesses may meet
         for s in stores:
-            s_addr, s_iter = flat[s[1]]
-            if s_addr.size == 0:
+            if bounds[s[1]] is None:
                 continue
+            s_low, s_high = bounds[s[1]]
             for other in self.accesses:
                 if other[1] == s[1]:
                     continue  # one store op: its lanes are written in iteration order
-                o_addr, o_iter = flat[other[1]]
-                if o_addr.size == 0 or o_addr.min() > s_addr.max() + 8 or o_addr.max() + 8 < s_addr.min():
+                if bounds[other[1]] is None or bounds[other[1]][0] > s_high + 8 or bounds[other[1]][1] + 8 < s_low:
                     continue
+                for a in (s, other):
+                    if a[1] not in flat:
+                        flat[a[1]] = _active(a, iteration)
+                s_addr, s_iter = flat[s[1]]
+                o_addr, o_iter = flat[other[1]]
                 if other[4] != s[4]:
                     self.refuse("accesses of two element sizes meet in the loop")
                 common = np.intersect1d(s_addr, o_addr)
@@ -246,6 +258,18 @@ def _lanes_of(handle, size: int) -> np.ndarray:
     if getattr(handle, MARK, False) and data.shape[:1] == (size,):
         return data
     return np.broadcast_to(data, (size,) + data.shape)
+
+
+def _bounds(access) -> tuple[int, int] | None:
+    """The lowest and the highest address an access reached (its mask's lanes), None where it reached none."""
+    _, _, ptrs, mask, _ = access
+    if mask is None:
+        return (int(ptrs.min()), int(ptrs.max())) if ptrs.size else None
+    on = np.broadcast_to(mask.astype(bool, copy=False), ptrs.shape)
+    if not on.any():
+        return None
+    limits = np.iinfo(ptrs.dtype)
+    return int(ptrs.min(where=on, initial=limits.max)), int(ptrs.max(where=on, initial=limits.min))
 
 
 def _active(access, iteration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

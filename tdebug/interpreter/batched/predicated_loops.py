@@ -233,10 +233,24 @@ def _update(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
     name = _target(stmt)
     if isinstance(stmt, ast.AugAssign) and type(stmt.op) in _FOLDS:
         return _FOLDS[type(stmt.op)] + "=", stmt.value
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.BinOp) and type(stmt.value.op) in _FOLDS \
-            and isinstance(stmt.value.left, ast.Name) and stmt.value.left.id == name:
-        return _FOLDS[type(stmt.value.op)], stmt.value.right
+    value = _assigned_value(stmt) if isinstance(stmt, ast.Assign) else None
+    if isinstance(value, ast.BinOp) and type(value.op) in _FOLDS and isinstance(value.left, ast.Name) \
+            and value.left.id == name:
+        return _FOLDS[type(value.op)], value.right
     return None
+
+
+def _to_tensor_call(value: ast.expr) -> bool:
+    """Whether `value` is `interpreter_semantic.to_tensor(x, False)`: Triton's interpreter wraps every assigned value
+    so (its ASTTransformer, before tdebug's rewrites see the tree)."""
+    func = getattr(value, "func", None)
+    return isinstance(value, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "to_tensor" \
+        and isinstance(func.value, ast.Name) and func.value.id == "interpreter_semantic" and len(value.args) == 2
+
+
+def _assigned_value(stmt: ast.Assign) -> ast.expr:
+    """The value an assignment computes, inside the interpreter's to_tensor() wrapper where it has one."""
+    return stmt.value.args[0] if _to_tensor_call(stmt.value) else stmt.value
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -324,7 +338,10 @@ def _accumulating(stmt: ast.stmt) -> ast.Assign:
     name = _target(stmt)
     op, term = _update(stmt)
     at = _Place(stmt)
-    return at.assign(name, at.helper("accumulate", [at.name(name), term, at.constant(op)]))
+    value = at.helper("accumulate", [at.name(name), term, at.constant(op)])
+    if isinstance(stmt, ast.Assign) and _to_tensor_call(stmt.value):  # the interpreter's wrapper kept around it
+        value = ast.Call(func=stmt.value.func, args=[value, stmt.value.args[1]], keywords=[], **at.at)
+    return at.assign(name, value)
 
 
 def rewrite(tree: ast.AST) -> ast.AST:

@@ -412,6 +412,9 @@ class StoreRecorder:
             trips, outer = batch.lanes.trips, batch.lanes.batch
             for t in range(trips):
                 rows = np.arange(outer.size) * trips + t
+                have = self._hits.get((outer.serial, "scalars"))
+                if have is not None and have.all():
+                    every = None  # every program's scalars are recorded: no iteration adds to them
                 self._store_batch(launch, outer, None if every is None else _of_lanes(every, rows), file, line,
                                   _iteration(addresses, outer.size, trips, t),
                                   None if mask is None else _iteration(np.asarray(mask), outer.size, trips, t),

@@ -62,6 +62,22 @@ def near_ties(s: np.ndarray, dtype_name: str) -> np.ndarray:
     return np.flatnonzero(halfway)
 
 
+def sum_to_odd(p: np.ndarray, q: np.ndarray, dtype_name: str) -> np.ndarray:
+    """p + q (fp64, exact operands) as an fp64 whose rounding to dtype_name is the exact sum's: the fp64 sum, rounded
+    to odd where it lies near a tie of dtype_name (TwoSum there only). A new array."""
+    s = np.asarray(p + q)  # a new array (0-d operands: a new 0-d array), written below
+    flat = s.reshape(-1)
+    ties = near_ties(flat, dtype_name)
+    if ties.size:  # only there does the rounding error decide: TwoSum and round to odd on those lanes
+        pt = np.broadcast_to(p, s.shape).reshape(-1)[ties]
+        qt = np.broadcast_to(q, s.shape).reshape(-1)[ties]
+        st = flat[ties]
+        back = st - pt
+        error = (pt - (st - back)) + (qt - back)  # TwoSum: st + error == pt + qt exactly
+        flat[ties] = round_to_odd(st, error)
+    return s
+
+
 def fused(a, b, c, product_sign: float, addend_sign: float, dtype_name: str) -> np.ndarray:
     """sign * a * b + sign * c rounded once to dtype_name, as bit patterns / values of that dtype."""
     p = values64(a) * values64(b)  # exact: at most 2 x 24 significant bits
@@ -71,16 +87,7 @@ def fused(a, b, c, product_sign: float, addend_sign: float, dtype_name: str) -> 
     if addend_sign != 1.0:
         q = addend_sign * q
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.asarray(p + q)  # a new array (0-d operands: a new 0-d array), written below
-        flat = s.reshape(-1)
-        ties = near_ties(flat, dtype_name)
-        if ties.size:  # only there does the rounding error decide: TwoSum and round to odd on those lanes
-            pt = np.broadcast_to(p, s.shape).reshape(-1)[ties]
-            qt = np.broadcast_to(q, s.shape).reshape(-1)[ties]
-            st = flat[ties]
-            back = st - pt
-            error = (pt - (st - back)) + (qt - back)  # TwoSum: st + error == pt + qt exactly
-            flat[ties] = round_to_odd(st, error)
+        s = sum_to_odd(p, q, dtype_name)
     # The rounding to the result's dtype outside the errstate: an overflow there raises numpy's flag, as the
     # unfused op's would, so tdebug's NaN/Inf check sees an Inf made from finite operands.
     if dtype_name == BF16:

@@ -62,6 +62,7 @@ def scenarios(path, names: list[str], session) -> int:
         splits, predicated = grid_loop.STATS.splits, grid_loop.STATS.predicated_loops
         compacted, ifs = grid_loop.STATS.compacted_iterations, grid_loop.STATS.predicated_ifs
         chunks, refused = grid_loop.STATS.lane_chunks, grid_loop.STATS.lanes_refused
+        folds = grid_loop.STATS.lane_folds
         rows = batch_memory.COUNTS.rows
         b = run_scenario(getattr(module, name), seed, session, "batched")
         report["scenarios"][name] = {"batched_launches": b["batched"], "error": b["error"],
@@ -72,7 +73,8 @@ def scenarios(path, names: list[str], session) -> int:
                                      "compacted_iterations": grid_loop.STATS.compacted_iterations - compacted,
                                      "rows_accesses": batch_memory.COUNTS.rows - rows,
                                      "lane_chunks": grid_loop.STATS.lane_chunks - chunks,
-                                     "lanes_refused": grid_loop.STATS.lanes_refused - refused}
+                                     "lanes_refused": grid_loop.STATS.lanes_refused - refused,
+                                     "lane_folds": grid_loop.STATS.lane_folds - folds}
         for key in ("out", "findings", "error", "records"):
             if not _same(a[key], b[key]):
                 report["differences"].append({"scenario": name, "what": key, "serial": str(a[key])[:400],

@@ -492,7 +492,7 @@ class Writer:
         self.features[f"store:{form}"] += 1
 
     def accumulate(self) -> None:
-        """Inside a loop: `t += term` (what loop_lanes folds), the term from the pool, a load at the loop's offset,
+        """Inside a loop: `t += term` or `t = t + term` (what loop_lanes folds), the term from the pool, a load at the loop's offset,
         or with the loop's counter in it."""
         t = self.value()
         if t is None:
@@ -513,7 +513,11 @@ class Writer:
             if r is None:
                 return
             term = f"({r[0]}) {self.pick(['+', '*', '-'])} i" if form == "counter" else r[0]
-        self.emit(f"{t.name} {self.pick(['+=', '-='])} ({term}).to({TL[t.dtype]})")
+        update = self.pick(["+=", "-=", "= +", "= -"])  # `t = t + term` too: the interpreter wraps it (to_tensor)
+        if update.startswith("="):
+            self.emit(f"{t.name} = {t.name} {update[2]} ({term}).to({TL[t.dtype]})")
+        else:
+            self.emit(f"{t.name} {update} ({term}).to({TL[t.dtype]})")
         self.features[f"loop:accumulate:{form}"] += 1
 
     def reassign(self) -> bool:
@@ -892,6 +896,7 @@ class Runner:
             warnings.simplefilter("ignore")
             a = run_scenario(module.scenario, kernel.seed, self.session, "serial")
             chunks, refused = grid_loop.STATS.lane_chunks, grid_loop.STATS.lanes_refused
+            folds = grid_loop.STATS.lane_folds
             b = run_scenario(module.scenario, kernel.seed, self.session, "batched")
         self.tried += 1
         if key not in self.seen:
@@ -899,7 +904,8 @@ class Runner:
             self.coverage.update(kernel.features)
             # what the batched engine did with it: loops run as lanes (loop_lanes.py), lanes given up
             self.coverage.update({"engine:lanes": int(grid_loop.STATS.lane_chunks > chunks),
-                                  "engine:lanes_refused": int(grid_loop.STATS.lanes_refused > refused)})
+                                  "engine:lanes_refused": int(grid_loop.STATS.lanes_refused > refused),
+                                  "engine:lane_folds": int(grid_loop.STATS.lane_folds > folds)})
         if invalid(a["error"]) and kernel.features:  # line shrinking makes invalid kernels on purpose
             self.invalid.append((a["error"][:300], kernel.source))
         what = differences(a, b)

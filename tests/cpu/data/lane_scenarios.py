@@ -1,7 +1,9 @@
 """Loops whose iterations the batched engine runs as lanes of one batch (tdebug/interpreter/batched/loop_lanes.py):
 accumulators folded in order (fp32, a bf16 product fused into its add, an int32 sum that wraps, a NaN made in the
 fold), under constexpr `if`s, one program and many, the counter beside a bf16 or int8 tensor (an int32 tensor there,
-as compiled: fp32 and int32 arithmetic); and what must make it give the lanes up, with the same results: an address
+as compiled: fp32 and int32 arithmetic), fp32 accumulators folded as whole numpy ops (lane_folds: a product
+subtracted, a plain sum, sums on fp32 ties, sums below fp32's normal range, an accumulator that starts as a
+product); and what must make it give the lanes up, with the same results: an address
 stored by one iteration and loaded by a later one, two store ops meeting across iterations, an atomic, a Python
 `if` on the loop's counter; an out-of-bounds load in one iteration, an uninitialised read.
 engine_diff.py runs each under the serial and the batched engine (outputs bit for bit, findings, store records, the
@@ -229,3 +231,59 @@ def scenario_uninitialised(seed: int):
     out = torch.empty(3, 8)
     past_end_kernel[(3,)](x, out, 4, BLOCK=8)
     return out
+
+
+@triton.jit
+def fold_kernel(x_ptr, y_ptr, acc_ptr, out_ptr, steps, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """An fp32 accumulator over the loop: a product subtracted (0), a plain sum (1), a product added (2, 3), an
+    accumulator that starts as a product itself (4)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    if MODE == 4:
+        acc = tl.load(x_ptr + pid * steps * BLOCK + offs) * tl.load(y_ptr + pid * steps * BLOCK + offs)
+    else:
+        acc = tl.load(acc_ptr + pid * BLOCK + offs)
+    for k in range(steps):
+        x = tl.load(x_ptr + (pid * steps + k) * BLOCK + offs)
+        if MODE == 1:
+            acc += x
+        elif MODE == 0:
+            acc -= x * tl.load(y_ptr + (pid * steps + k) * BLOCK + offs)
+        else:
+            acc = acc + x * tl.load(y_ptr + (pid * steps + k) * BLOCK + offs)
+    tl.store(out_ptr + pid * BLOCK + offs, acc)
+
+
+def _fold(seed: int, mode: int, programs: int = 3, steps: int = 40, block: int = 16):
+    x, y = _rand(seed, programs, steps, block), _rand(seed + 1, programs, steps, block)
+    acc = _rand(seed + 2, programs, block)
+    if mode == 2:  # iteration 3 of lanes 0-3: 2^30 + 2^7 + 64 (1 + 2^-20) (1 - 2^-20), just below a tie of fp32:
+        acc[:, :4] = 2.0**30 + 2.0**7  # fp64's sum is the tie, whose even neighbour is one step too high
+        x[:, :3, :4] = 0.0
+        x[:, 3, :4] = 64.0 * (1 + 2.0**-20)
+        y[:, 3, :4] = 1 - 2.0**-20
+    if mode == 3:  # every sum below fp32's smallest normal number (1.2e-38): a tie to search at each iteration
+        acc, x, y = acc * 1e-39, x * 1e-20, y * 1e-20
+    out = torch.empty(programs, block)
+    fold_kernel[(programs,)](x, y, acc, out, steps, BLOCK=block, MODE=mode)
+    return out
+
+
+def scenario_fold_product_subtracted(seed: int):
+    return _fold(seed, 0)
+
+
+def scenario_fold_plain_sum(seed: int):
+    return _fold(seed, 1)
+
+
+def scenario_fold_ties(seed: int):
+    return _fold(seed, 2)
+
+
+def scenario_fold_subnormal(seed: int):
+    return _fold(seed, 3, steps=100)
+
+
+def scenario_fold_from_product(seed: int):
+    return _fold(seed, 4)
