@@ -492,8 +492,8 @@ class Writer:
         self.features[f"store:{form}"] += 1
 
     def accumulate(self) -> None:
-        """Inside a loop: `t += term` or `t = t + term` (what loop_lanes folds), the term from the pool, a load at the loop's offset,
-        or with the loop's counter in it."""
+        """Inside a loop: `t += term` or `t = t + term` (what loop_lanes folds), the term from the pool, a load at the
+        loop's offset, or with the loop's counter in it."""
         t = self.value()
         if t is None:
             return
