@@ -98,6 +98,10 @@ class Stats:
         """One more `if` run as both its branches, each for the programs taking it (predicated_ifs.py)."""
         self.predicated_ifs += 1
 
+    def lane_fold(self) -> None:
+        """One more accumulator folded over a chunk as whole numpy ops (lane_folds.py)."""
+        self.lane_folds += 1
+
     def lane_chunk(self, iterations: int) -> None:
         """One more chunk of a loop's iterations run as lanes (loop_lanes.py)."""
         self.lane_chunks += 1
