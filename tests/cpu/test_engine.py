@@ -121,6 +121,13 @@ def test_loop_lanes_identical_under_both_engines():
     # an atomic, a Python `if` on the counter.
     for name in ("store_then_load", "two_stores", "atomic", "counter_if"):
         assert runs[f"scenario_{name}"]["lanes_refused"] >= 1, name
+    # fp32 accumulators folded as whole numpy ops (lane_folds), a fused product's sums on a tie too; handed back to
+    # the fold iteration by iteration: an Inf, sums below fp32's normal range, an accumulator that is a product.
+    for name in ("one_program", "programs", "fold_plain_sum", "fold_product_subtracted", "fold_ties",
+                 "fold_from_python_numbers"):
+        assert runs[f"scenario_{name}"]["lane_folds"] >= 1, name
+    for name in ("nan_in_fold", "fold_subnormal", "fold_from_product"):
+        assert runs[f"scenario_{name}"]["lane_folds"] == 0, name
     # The findings made inside the lanes and the fold, as the serial engine makes them.
     assert "DeviceAssertError" in runs["scenario_int_wrap"]["error"]  # the wrap, in the fold's add
     assert runs["scenario_counter_int8"]["error"] == ""  # int8 + k * 20 is int32 arithmetic, as compiled

@@ -34,20 +34,24 @@ def fold(total: Any, term: Any, op, programs: int, trips: int) -> Any:
     from triton.runtime.interpreter import TensorHandle
 
     sign = SIGNS.get(op)
-    if sign is None or not isinstance(total, tl.tensor) or not isinstance(term, tl.tensor):
+    if sign is None or not isinstance(term, tl.tensor) or term.dtype != tl.float32:
         return None
-    if total.type != term.type or total.dtype != tl.float32:
+    data = getattr(term.handle, "data", None)
+    if not getattr(term.handle, MARK, False) or not isinstance(data, np.ndarray) \
+            or data.shape[:1] != (programs * trips,):
         return None
-    block = tuple(total.type.shape) if total.type.is_block() else ()
+    block = data.shape[1:]  # a row's shape: the block's (a scalar's row may hold one element)
+    if not isinstance(total, tl.tensor) or total.type != term.type or not _plain(total.handle):
+        return None  # (`acc = 0.0` is a tensor already: the interpreter wraps each assigned value in to_tensor)
     acc = _rows(total.handle, programs, 1, block)
-    if acc is None or not _plain(total.handle):
+    if acc is None:
         return None
     factors = getattr(term.handle, FACTORS, None)
     if factors is None:
         if not _plain(term.handle):
             return None
         terms = _rows(term.handle, programs, trips, block)
-        if terms is None or not getattr(term.handle, MARK, False):
+        if terms is None:
             return None
         data = _sum(acc[:, 0], terms, sign)
     else:
@@ -59,7 +63,7 @@ def fold(total: Any, term: Any, op, programs: int, trips: int) -> Any:
         data = _fused_sum(acc[:, 0], a, b, sign)
     if data is None:
         return None
-    return tl.tensor(mark(TensorHandle(data, total.handle.dtype)), total.type)
+    return tl.tensor(mark(TensorHandle(data, tl.float32)), term.type)
 
 
 def _plain(handle, *allowed: str) -> bool:
@@ -69,8 +73,8 @@ def _plain(handle, *allowed: str) -> bool:
 
 
 def _rows(handle, programs: int, trips: int, block: tuple) -> np.ndarray | None:
-    """The handle's fp32 values as (programs, trips, *block): a batched handle's rows, or one value of the block's
-    shape that every program shares."""
+    """The handle's fp32 values as (programs, trips, *block): a batched handle's rows, or one value of a row's shape
+    that every program shares."""
     from triton.runtime.interpreter import TensorHandle
 
     if type(handle) is not TensorHandle:

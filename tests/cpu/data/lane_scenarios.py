@@ -3,7 +3,7 @@ accumulators folded in order (fp32, a bf16 product fused into its add, an int32 
 fold), under constexpr `if`s, one program and many, the counter beside a bf16 or int8 tensor (an int32 tensor there,
 as compiled: fp32 and int32 arithmetic), fp32 accumulators folded as whole numpy ops (lane_folds: a product
 subtracted, a plain sum, sums on fp32 ties, sums below fp32's normal range, an accumulator that starts as a
-product); and what must make it give the lanes up, with the same results: an address
+product, sums into Python numbers); and what must make it give the lanes up, with the same results: an address
 stored by one iteration and loaded by a later one, two store ops meeting across iterations, an atomic, a Python
 `if` on the loop's counter; an out-of-bounds load in one iteration, an uninitialised read.
 engine_diff.py runs each under the serial and the batched engine (outputs bit for bit, findings, store records, the
@@ -287,3 +287,29 @@ def scenario_fold_subnormal(seed: int):
 
 def scenario_fold_from_product(seed: int):
     return _fold(seed, 4)
+
+
+@triton.jit
+def scalar_fold_kernel(x_ptr, y_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    """fp32 scalars summed into accumulators that start as Python numbers, as Liger's poly_norm backward sums its
+    weight gradients: `total = 0.0` (the interpreter's fp32 constant: folded as whole numpy ops) and `fused = 0`
+    (an int32 constant: each add casts it, so it folds iteration by iteration)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    w = tl.load(y_ptr + pid * steps + offs)  # a load first: the blocks' size known, the first chunk runs as lanes
+    total = 0.0
+    fused = 0
+    for k in range(steps):
+        s = tl.sum(tl.load(x_ptr + (pid * steps + k) * BLOCK + offs), axis=0)
+        total += s
+        fused += s * tl.sum(w, axis=0)
+    tl.store(out_ptr + pid * 2, total)
+    tl.store(out_ptr + pid * 2 + 1, fused)
+
+
+def scenario_fold_from_python_numbers(seed: int):
+    programs, steps, block = 3, 30, 16
+    x, y = _rand(seed, programs, steps, block), _rand(seed + 1, programs, steps)
+    out = torch.empty(programs, 2)
+    scalar_fold_kernel[(programs,)](x, y, out, steps, BLOCK=block)
+    return out
