@@ -169,6 +169,7 @@ class Writer:
         self.lines: list[str] = []
         self.indent = 1
         self.pool: list[Val] = []
+        self.fold_into: Val | None = None  # a loop's fresh fp32 accumulator (what lane_folds folds as numpy)
         self.inputs: list[tuple[str, str, str]] = []  # (name, dtype, fill)
         self.outputs: list[tuple[str, str, str]] = []  # (name, dtype, size expression)
         self.accs: list[tuple[str, str]] = []  # atomic accumulators (name, dtype)
@@ -494,7 +495,7 @@ class Writer:
     def accumulate(self) -> None:
         """Inside a loop: `t += term` or `t = t + term` (what loop_lanes folds), the term from the pool, a load at the
         loop's offset, or with the loop's counter in it."""
-        t = self.value()
+        t = self.fold_into if self.fold_into is not None and self.draw(st.booleans()) else self.value()
         if t is None:
             return
         form = self.pick(["value", "load", "counter"])
@@ -602,10 +603,14 @@ class Writer:
         lanes = form in ("const", "pid_slice") and self.draw(st.booleans())
         self.features[f"loop:{form}"] += 1
         self.features["loop:accumulators_only"] += lanes
+        if lanes and self.draw(st.booleans()):
+            self.fold_into = self.add("acc", "tl.zeros((B,), dtype=tl.float32)", "fp32", False)
+            self.features["loop:fp32_accumulator"] += 1
         self.emit(f"for i in {rng}:")
         self.indent += 1
         self.body(loop=True, lanes=lanes)
         self.indent -= 1
+        self.fold_into = None
 
     def stmt_return(self) -> None:
         if self.draw(st.booleans()) or not self.pool:
