@@ -76,6 +76,7 @@ class Origin:
     line: int
     pid: tuple[int, ...]
     lanes: list[str]  # a few lanes with their operand values
+    shared: bool = False  # made in a batch by an op on values its programs share: each program made it (serially)
 
 
 @dataclass
@@ -258,7 +259,9 @@ class NanTracker:
             if batched:
                 self._record_per_program(name, operands, out, new, lane)
             else:
-                lane[new] = self._record(name, operands, out, new)
+                batch = current_batch()
+                shared = batch is not None and batch.index is None and batch.size > 1
+                lane[new] = self._record(name, operands, out, new, shared)
         lane[~bad] = -1
         self._set(out, lane)
 
@@ -277,7 +280,7 @@ class NanTracker:
                 lane[i][mine] = self._record(name, sliced, program_axis.slice_program(program_axis.mark(
                     copy.copy(out)), int(i)), mine)
 
-    def _record(self, name: str, operands: list, out, new: np.ndarray) -> int:
+    def _record(self, name: str, operands: list, out, new: np.ndarray, shared: bool = False) -> int:
         frame = user_frame()
         data = _floats(out)
         kind = _kind(data[new])
@@ -297,7 +300,7 @@ class NanTracker:
                 expr = f"{name.removeprefix('create_')}({', '.join(args)})"
             lanes.append(f"lane {idx if len(idx) > 1 else idx[0]}: {expr} = {_value_text(data[idx])}")
         self.origins.append(Origin(kind, what, frame.f_code.co_filename if frame else "",
-                                   frame.f_lineno if frame else 0, current_pid(), lanes))
+                                   frame.f_lineno if frame else 0, current_pid(), lanes, shared))
         return len(self.origins) - 1
 
     # -- memory ----------------------------------------------------------------------------------------
@@ -334,8 +337,8 @@ class NanTracker:
             r.count += int(lanes.sum())
             # The first programs in the serial engine's order, each one's lanes in its order: the same examples
             # whichever engine ran the programs.
-            if origin.pid not in r.pids:
-                r.pids = sorted(r.pids + [origin.pid])[:MAX_EXAMPLES]
+            made = _makers(origin, lanes, np.shape(ptrs.data))
+            r.pids = sorted(set(r.pids) | set(made))[:MAX_EXAMPLES]
             ranked = r.ranked + [(origin.pid, n, t) for n, t in enumerate(origin.lanes)
                                  if all(t != x for _, _, x in r.ranked)]
             r.ranked = sorted(ranked, key=lambda e: (e[0], e[1]))[:MAX_EXAMPLES]
@@ -360,6 +363,20 @@ class NanTracker:
         if reduce_scan is not None:
             patch(reduce_scan, "apply", lambda original: _watched_reduction(tracker, original))
         memory_events.listen("nan", self, ("create_masked_store", "create_atomic_rmw"))  # and each launch
+
+
+def _makers(origin: Origin, lanes: np.ndarray, ptrs_shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The programs that made the NaN/Infs of a store's `lanes` (its rows: the programs of the running batch when
+    the store is batched): the origin's program, or, for a value the programs of a batch share, each program whose
+    lanes reach the store, as the serial engine records one origin per program."""
+    batch = current_batch()
+    if not origin.shared or batch is None:
+        return [origin.pid]
+    if batch.index == program_axis.WHOLE and lanes.shape == ptrs_shape and lanes.shape[:1] == (batch.size,):
+        return [batch.pid(int(i)) for i in np.flatnonzero(lanes.reshape(batch.size, -1).any(axis=1))]
+    if batch.index is not None and batch.index >= 0:  # the memory op run for one program (named as it runs)
+        return [current_pid()]
+    return [origin.pid]
 
 
 def _per_program(a, shape: tuple[int, ...], batched: bool) -> bool:

@@ -305,3 +305,19 @@ def scenario_counter_beside_bf16(seed: int):
     counter_beside_bf16_kernel[(2,)](x0, ov2, 16, B=8)
     return [x0, ov2]
 
+
+
+@triton.jit
+def shared_inf_kernel(ov_ptr, n, B: tl.constexpr):
+    """An Inf made from a value every program shares (log of tl.zeros): the batched engine computes it once for the
+    batch, the serial engine once per program; the finding names every program that made it on both (nan.py)."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    acc = tl.zeros((B,), dtype=tl.float32)
+    tl.store(ov_ptr + offs, tl.log(acc), mask=offs < n)
+
+
+def scenario_shared_inf(seed: int):
+    ov = torch.empty(24, dtype=torch.float32)
+    shared_inf_kernel[(3,)](ov, 24, B=8)
+    return [ov]
