@@ -5,7 +5,8 @@ bf16, bf16 -> fp16 -> bf16, int32 -> bf16, fp32 -> fp8 -> fp32), transcendentals
 and bf16 accumulation, max), a bf16 dot with fp32 accumulation and a bf16 atomic_add. This process runs them
 compiled on CUDA; a child process runs them under TRITON_INTERPRET=1 with tdebug's interpreter patches on CPU
 copies of the same inputs. Elementwise results must be bit-identical (NaN = NaN; the GPU fuses x * y + z into
-one fma by default, and tdebug's interpreter rounds such sums once too: tdebug/interpreter/semantics/fma.py);
+one fma by default, and tdebug's interpreter rounds such sums once too: tdebug/interpreter/semantics/fma.py;
+tl.maximum / tl.minimum of every pair of special fp32 values too: NaNs, signaling ones included, and signed zeros);
 transcendentals are
 reported in bf16 ulps (the GPU's fast exp/log differ from numpy's in the last fp32 bits); reductions, dots
 and atomics must agree within their accumulation-order tolerance. Writes DIR/gpu-bf16-check.{json,md};
@@ -40,7 +41,13 @@ def make_inputs(seed: int) -> dict:
     special = torch.tensor([0.0, -0.0, 1e-40, -3e38, 3e38, float("inf"), -float("inf"), float("nan"), 1.0, -1.0])
     f = torch.cat([randn(N - 2 * len(special)) * 10 ** torch.randint(-3, 4, (N - 2 * len(special),), generator=g),
                    special, 1 + (torch.arange(len(special)) + 0.5) * 2**-8])  # ties for bf16 rounding
+    # Every ordered pair of these fp32 bit patterns: a signaling NaN (tdebug's poison of torch.empty memory is
+    # one), quiet NaNs of both signs, signed zeros, infinities, numbers, a subnormal.
+    pattern = torch.tensor([0x7FA00000, 0x7FC00000, -0x00400000, 0, -0x80000000, 0x3F800000, -0x40800000,
+                            0x7F800000, -0x00800000, 0x00000100], dtype=torch.int32).view(torch.float32)
+    pairs = torch.cartesian_prod(torch.arange(len(pattern)), torch.arange(len(pattern)))
     return {
+        "pa": pattern[pairs[:, 0]].clone(), "pb": pattern[pairs[:, 1]].clone(),
         "x": randn(N).to(torch.bfloat16), "y": randn(N).to(torch.bfloat16), "z": randn(N).to(torch.bfloat16),
         "f": f.float(), "i": torch.randint(-2**30, 2**30, (N,), generator=g, dtype=torch.int32),
         "rows": (randn(ROWS, COLS) * 4).to(torch.bfloat16),
@@ -79,6 +86,9 @@ def run_kernels(inputs: dict, device: str, fp_fusion: bool = True) -> dict:
     k.dot_kernel[(triton.cdiv(M, 64), triton.cdiv(N_DOT, 64))](t["a"], t["b"], out["dot_fp32"], out["dot_bf16"],
                                                                M=M, N=N_DOT, K=K, BLOCK_M=64, BLOCK_N=64,
                                                                BLOCK_K=32, **extra)
+    pairs = t["pa"].numel()
+    out["max_special"], out["min_special"] = torch.empty(pairs, device=device), torch.empty(pairs, device=device)
+    k.minmax_kernel[(1,)](t["pa"], t["pb"], out["max_special"], out["min_special"], pairs, BLOCK=128, **extra)
     out["atomic"] = torch.zeros(8, dtype=torch.bfloat16, device=device)
     k.atomic_kernel[(N_ATOMIC // 1024,)](t["x"], out["atomic"], N_ATOMIC, BLOCK=1024, **extra)
     if device == "cuda":
@@ -116,6 +126,10 @@ def compare(gpu: dict, interp: dict, unfused: dict, inputs: dict) -> list[dict]:
     for name in ("chain", "cast_bf16", "cast_via_fp16", "cast_int", "cast_fp8e4nv", "cast_fp8e5"):
         diff = same_bits(gpu[name], interp[name])
         row(name, "elementwise: bit-identical", diff == 0, f"{diff} of {gpu[name].numel()} elements differ")
+    for name in ("max_special", "min_special"):
+        diff = same_bits(gpu[name], interp[name])
+        row(name, "tl.maximum / tl.minimum of NaNs (signaling too), signed zeros: bit-identical", diff == 0,
+            f"{diff} of {gpu[name].numel()} pairs differ")
     fused, plain = same_bits(gpu["mul_add"], interp["mul_add"]), same_bits(unfused["mul_add"], interp["mul_add"])
     row("mul_add", "elementwise: bit-identical (x * y + z fused into one fma, Triton's default)", fused == 0,
         f"{fused} of {N} differ; against the GPU with enable_fp_fusion=False (two roundings) {plain} differ")

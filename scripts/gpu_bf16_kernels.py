@@ -98,3 +98,14 @@ def atomic_kernel(x_ptr, bins_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.atomic_add(bins_ptr + offs % 8, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def minmax_kernel(a_ptr, b_ptr, max_ptr, min_ptr, n, BLOCK: tl.constexpr):
+    """tl.maximum / tl.minimum of fp32 pairs (NaNs signaling and quiet, signed zeros, infinities)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask)
+    b = tl.load(b_ptr + offs, mask=mask)
+    tl.store(max_ptr + offs, tl.maximum(a, b), mask=mask)
+    tl.store(min_ptr + offs, tl.minimum(a, b), mask=mask)
