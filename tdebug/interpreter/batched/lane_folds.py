@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..semantics.fma import FACTORS, near_ties, sum_to_odd
-from .program_axis import MARK, mark
+from .program_axis import HANDLE_KEYS, MARK, mark
 
 SIGNS = {operator.iadd: 1.0, operator.add: 1.0, operator.isub: -1.0, operator.sub: -1.0}
-_PLAIN_KEYS = frozenset({"data", "dtype", "attr", MARK})
 STRIDE = 64  # iterations whose fp64 sums are searched for ties at once
 MAX_TIES = 64  # restarts at a tie, at most: past them (sums below fp32's normal range, say) the fold is handed back
 
@@ -55,7 +54,7 @@ def fold(total: Any, term: Any, op, programs: int, trips: int) -> Any:
             return None
         data = _sum(acc[:, 0], terms, sign)
     else:
-        if set(vars(term.handle)) - _PLAIN_KEYS != {FACTORS} or len(factors) != 2:
+        if set(vars(term.handle)) - HANDLE_KEYS != {FACTORS} or len(factors) != 2:
             return None
         a, b = (_rows(f, programs, trips, block) for f in factors)
         if a is None or b is None or not all(_plain(f, FACTORS) for f in factors):
@@ -69,7 +68,7 @@ def fold(total: Any, term: Any, op, programs: int, trips: int) -> Any:
 def _plain(handle, *allowed: str) -> bool:
     """A TensorHandle with nothing beside its values (no origins, no provenance; no factors but where `allowed`: a
     factor's own factors, which its product's sum never reads)."""
-    return set(vars(handle)) <= _PLAIN_KEYS.union(allowed)
+    return set(vars(handle)) <= HANDLE_KEYS.union(allowed)
 
 
 def _rows(handle, programs: int, trips: int, block: tuple) -> np.ndarray | None:

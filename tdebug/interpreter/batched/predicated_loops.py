@@ -850,7 +850,7 @@ def _kind(value: Any) -> type | None:
 
 def _extras(handle) -> dict:
     return {k: v for k, v in vars(handle).items()
-            if k not in ("data", "dtype", "attr", MARK) and not isinstance(v, np.ndarray)}
+            if k not in program_axis.HANDLE_KEYS and not isinstance(v, np.ndarray)}
 
 
 def _merge_handles(state: _Iteration, old, new):

@@ -36,6 +36,7 @@ from .launch import current_batch, current_launch
 patch = patcher("program_axis")
 
 MARK = "_tdebug_batched"
+HANDLE_KEYS = frozenset({"data", "dtype", "attr", MARK})  # a TensorHandle's own attributes: any other is beside it
 
 
 class Divergent(EngineSignal):
@@ -251,7 +252,7 @@ def declare_side_array(key: str, none: Any) -> None:
 def _side_arrays(h):
     """A handle's per-lane side data (the nan check's origins): arrays that follow the lanes of its data."""
     return [(k, v) for k, v in vars(h).items()
-            if k not in ("data", "dtype", "attr", MARK) and isinstance(v, np.ndarray)]
+            if k not in HANDLE_KEYS and isinstance(v, np.ndarray)]
 
 
 @contextlib.contextmanager
