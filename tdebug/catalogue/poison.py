@@ -108,29 +108,43 @@ class Allocations:
     def __init__(self) -> None:
         self._storages: dict[int, weakref.ref] = {}
         self._written: dict[int, np.ndarray] = {}  # storage -> per byte: written by a kernel or a torch op
+        self._full: set[int] = set()  # storages every byte of which is written (their marks dropped)
 
     def add(self, t: torch.Tensor) -> None:
         ptr = t.untyped_storage().data_ptr()
         self._storages[ptr] = weakref.ref(t, lambda ref, ptr=ptr: self._forget(ptr, ref))
         self._written.pop(ptr, None)  # a new allocation at a freed one's address: nothing written
+        self._full.discard(ptr)
 
     def _forget(self, ptr: int, ref: weakref.ref) -> None:
         """The tensor torch.empty returned is gone: written() no longer reads its marks (a byte per byte of it),
         so they go now rather than at the next allocation at its address (a newer one there keeps its own)."""
         if self._storages.get(ptr) is ref:
             self._written.pop(ptr, None)
+            self._full.discard(ptr)
 
     def written(self, storage_ptr: int) -> np.ndarray | None:
         """Per byte of a tracked allocation, whether a kernel or a torch op has written it (kept across
-        launches; sanitize/written.py sets it); None for memory no torch.empty here allocated."""
+        launches; sanitize/written.py sets it); None for memory no torch.empty here allocated, and for an
+        allocation written whole (fully_written: no marks kept)."""
         ref = self._storages.get(storage_ptr)
         t = ref() if ref is not None else None
-        if t is None:
+        if t is None or storage_ptr in self._full:
             return None
         marks = self._written.get(storage_ptr)
         if marks is None:
             marks = self._written[storage_ptr] = np.zeros(t.untyped_storage().nbytes(), dtype=bool)
         return marks
+
+    def written_whole(self, storage_ptr: int) -> None:
+        """Every byte of the tracked allocation is written now: its marks go (a byte per byte of it)."""
+        if self.was_empty(storage_ptr):
+            self._full.add(storage_ptr)
+            self._written.pop(storage_ptr, None)
+
+    def fully_written(self, storage_ptr: int) -> bool:
+        """A tracked allocation every byte of which a kernel or a torch op has written."""
+        return storage_ptr in self._full and self.was_empty(storage_ptr)
 
     def tracks(self, storage_ptr: int) -> bool:
         return storage_ptr in self._storages

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.batched.batch_memory import RowGroups, Rows, program_layout
 from .shadow import NONE, Shadow
 
@@ -27,6 +28,28 @@ def _evenly_spaced_runs(addrs: np.ndarray, a0: int, step: int, es: int) -> bool:
 def _evenly_spaced(values: np.ndarray, step: int) -> bool:
     """values[i] == values[0] + i * step for every i (uint64, wrapping as the addresses do)."""
     return bool((np.subtract(values, values[0]) == np.uint64(step) * np.arange(values.size, dtype=np.uint64)).all())
+
+
+def _runs(records: list[Rows]) -> tuple[np.ndarray, np.ndarray]:
+    """The first element and one past the last of every program's run in these Rows."""
+    starts = np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in records])
+    return starts, starts + np.repeat(np.array([r.n for r in records], dtype=np.int64),
+                                      [r.programs for r in records])
+
+
+def _overlap(records: list[Rows]) -> bool:
+    """Do two runs of these Rows share an element?"""
+    starts, ends = _runs(records)
+    order = np.argsort(starts, kind="stable")
+    return bool((ends[order][:-1] > starts[order][1:]).any())
+
+
+def _covers(records: tuple[Rows, ...], elements: int) -> bool:
+    """Do these Rows' runs together cover every element 0..elements-1?"""
+    starts, ends = _runs(list(records))
+    order = np.argsort(starts, kind="stable")
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    return int(starts[0]) <= 0 and int(reach[-1]) >= elements and bool((starts[1:] <= reach[:-1]).all())
 
 
 def own_rows(table: np.ndarray, programs: np.ndarray) -> bool:
@@ -85,12 +108,8 @@ class DenseRows:
                 return None
             storage = found[0]
             groups.append(found[1])
-        if kind == "store":  # runs of two groups that overlap: the lane by lane path tells who races
-            starts = np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in groups])
-            ends = starts + np.repeat([r.n for r in groups], size)  # each group's runs are its own length
-            order = np.argsort(starts, kind="stable")
-            if (ends[order][:-1] > starts[order][1:]).any():
-                return None
+        if kind == "store" and _overlap(groups):  # runs of two groups that overlap: the lane by lane path tells
+            return None  # who races
         return storage, RowGroups(tuple(groups), size)
 
     def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None,
@@ -145,7 +164,7 @@ class DenseRows:
         if race and self.order is not None and self.order.active:
             return False
         if kind == "load":
-            if "uninit" in checks and s.maybe_cold and not all(rows.view(s.init).all() for _, rows in parts):
+            if "uninit" in checks and s.maybe_cold and not all(rows.view(self._init_of(s)).all() for _, rows in parts):
                 return False
             if race:
                 if s.stored:  # its reads go into the reader table now (_readers)
@@ -160,6 +179,8 @@ class DenseRows:
             if s.atomic_by is not None:
                 return False
             self._settle(s)  # as the lane by lane path does first: the same if it takes over
+            if s.stores_pending and _overlap([r for r, _ in s.stores_pending] + [r for _, r in parts]):
+                self._settle_stores(s)
             for i, (programs, rows) in enumerate(parts):
                 if s.writer is not None:
                     before = rows.view(s.writer)
@@ -178,12 +199,47 @@ class DenseRows:
         s.stored = True
         for (programs, rows), fresh in zip(parts, unwritten):
             if race:
-                self._write_rows(s, "writer", rows, programs[:, None], NONE if fresh else None)
-            if s.maybe_cold:
+                if fresh:  # on elements no program wrote, none kept aside either: kept aside too
+                    self._keep(s, "stores_pending", (rows, programs))
+                else:
+                    self._write_rows(s, "writer", rows, programs[:, None])
+            if s.maybe_cold and s.init is not None:  # (not made yet: the marks kept aside record the write)
                 self._write_rows(s, "init", rows, True, grows=True)
             if s.marks is not None:
-                self._write_rows(s, "marks", rows, s.marked, grows=True)
+                self._keep(s, "marks_pending", rows)
         return True
+
+    def _keep(self, s: Shadow, name: str, record) -> None:
+        """Add a record to the shadow's tuple `name` (stores_pending, marks_pending), undoable while a batch runs."""
+        if self.undo is not None:
+            self.undo.append((s, name, getattr(s, name)))
+        setattr(s, name, getattr(s, name) + (record,))
+
+    def _settle_stores(self, s: Shadow) -> None:
+        """Write the dense-row stores kept aside into the writer table (before anything reads it)."""
+        if not s.stores_pending:
+            return
+        if self.undo is not None:
+            self.undo.append((s, "stores_pending", s.stores_pending))
+        records, s.stores_pending = s.stores_pending, ()
+        for rows, programs in records:
+            self._write_rows(s, "writer", rows, programs[:, None], NONE)
+
+    def settle_marks(self) -> None:
+        """At the launch's end: the written marks of the dense-row stores kept aside, set; or, where those stores
+        covered every element of their storage, the allocation recorded as written whole (no mark to set)."""
+        for s in self.shadows:
+            if not s.marks_pending:
+                continue
+            records, s.marks_pending = s.marks_pending, ()
+            if s.marks is None:
+                continue
+            if s.nbytes == s.elements * s.elsize and _covers(records, s.elements):
+                ALLOCATIONS.written_whole(s.views[0].home_ptr)
+                s.marks = s.written = None
+                continue
+            for rows in records:
+                rows.view(s.marks)[...] = s.marked
 
     def _defer_rows(self, s: Shadow, rows: Rows, programs: np.ndarray) -> None:
         """_defer's record of a Rows load: each program's first element and count."""

@@ -303,10 +303,11 @@ class LaunchChecker(DenseRows, Readers):
         checks = self.checks
         lanes = isinstance(linear_pid, np.ndarray)  # the batched engine: a program per lane
         race = "race" in checks and not self.one_program  # the program tables serve the race check only
+        self._settle_stores(s)
         if kind == "load":
             if "uninit" in checks and s.maybe_cold:
                 self._report("uninit", "load of tensor '{}' memory that nothing has written (allocated with "
-                             "torch.empty)", s, elems, ~s.init[elems], linear_pid, pid, where)
+                             "torch.empty)", s, elems, ~self._init_of(s)[elems], linear_pid, pid, where)
             if race:
                 if self.volatile and self.order is not None and not lanes:
                     if s.writer is not None:
@@ -342,7 +343,7 @@ class LaunchChecker(DenseRows, Readers):
         s.stored = True
         if kind != "store" and "uninit" in checks and s.maybe_cold:
             # An atomic reads the old value before it writes: on torch.empty memory it adds to garbage.
-            cold = ~s.init[elems]
+            cold = ~self._init_of(s)[elems]
             if lanes and cold.any():  # an element an earlier program of this op reached first: written by now
                 cold &= s.programs_per_element(elems, linear_pid, last=False)[0] == linear_pid
             self._report("uninit", "atomic read-modify-write of tensor '{}' memory that nothing has written "
@@ -377,12 +378,28 @@ class LaunchChecker(DenseRows, Readers):
                              "store in the same launch", s, elems, mixed, linear_pid, pid, where)
             self._write(s, table, elems, linear_pid, before)  # lanes in program order: the last program's stays
             self._stamp(s, role, elems)
-        if s.maybe_cold:
+        if s.maybe_cold and s.init is not None:  # (not made yet: the marks below record the write for it)
             self._write(s, "init", elems, True)
         if s.marks is not None:
             self._write(s, "marks", elems, s.marked)
         elif s.written is not None:
             self._write(s, "written", elems, True)
+    def _init_of(self, s: Shadow) -> np.ndarray:
+        """s.init (per element: holds data), made now if Shadow.create left it for its first read: from the
+        storage's memory and its marks, those of the dense-row stores kept aside too; dropped again if this batch
+        is undone. A storage found holding data everywhere is no longer maybe_cold."""
+        if s.init is None:
+            init = s.holding_data()
+            for rows in s.marks_pending:
+                rows.view(init)[...] = True
+            if self.undo is not None:
+                self.undo.append((s, "init", None))
+                self._made.add((id(s), "init"))
+                self.undo.append((s, "maybe_cold", True))
+            s.init = init
+            s.maybe_cold = not init.all()
+        return s.init
+
     # -- undoing a batch (the batched engine splits a batch whose programs diverge, and runs it again) ---------
     def _write(self, s: Shadow, name: str, elems: np.ndarray, value, before=None) -> None:
         """s.<name>[elems] = value, undoable while a batch runs: the elements' old values are kept (`before`:

@@ -205,6 +205,7 @@ class SanitizerSession:
         checker, self.current = self.current, None
         if checker is None:
             return None
+        checker.settle_marks()
         found = checker.findings() + (self.nan.findings() if self.nan is not None else [])
         for f in found:
             f.config = self.config

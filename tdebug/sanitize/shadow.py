@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..catalogue.poison import storage_bytes, storage_poison_mask
+from ..catalogue.poison import ALLOCATIONS, storage_bytes, storage_poison_mask
 from .written import marks_by_element
 
 
@@ -75,7 +75,7 @@ class Shadow:
     nbytes: int
     elsize: int
     views: list[ArgView]
-    init: np.ndarray | None  # None: every element holds data (read and written only while maybe_cold)
+    init: np.ndarray | None  # per element: holds data (read and written only while maybe_cold; see create)
     member_any: np.ndarray | None  # None: some view covers the whole storage
     writer: np.ndarray | None = None
     reader: np.ndarray | None = None
@@ -90,6 +90,11 @@ class Shadow:
     # this launch (LaunchChecker._defer): per load (first elements, counts, programs, None, or the load's Rows)
     # of its programs' dense runs, or (elements, None, each lane's program, the access's programs) as they were.
     pending: tuple = ()
+    # Stores of dense rows whose writer-table writes wait aside (DenseRows._pend_store), each (Rows, programs): on
+    # elements no program had written, disjoint from one another; written into the table before anything reads it.
+    stores_pending: tuple = ()
+    # Rows of dense-row stores whose written marks wait for the launch's end (DenseRows.settle_marks).
+    marks_pending: tuple = ()
     _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
     _bytes: np.ndarray | None = None  # the storage's memory (array())
 
@@ -139,29 +144,38 @@ class Shadow:
     def create(cls, views: list[ArgView]) -> Shadow:
         first = views[0]
         n = first.storage_bytes // first.elsize
-        written = marks_by_element(first.home_ptr, first.elsize) if first.was_empty else None
+        # Written whole by earlier launches or torch ops: every element holds data, as in a tensor torch.empty
+        # did not make.
+        empty = first.was_empty and not ALLOCATIONS.fully_written(first.home_ptr)
+        written = marks_by_element(first.home_ptr, first.elsize) if empty else None
         marks, marked = None, 0
         if written is not None and first.elsize in (1, 2, 4, 8) and written.flags.c_contiguous:
             marks = written.reshape(-1).view(np.dtype(f"u{first.elsize}"))  # a view: writes mark the bytes
             marked = int.from_bytes(b"\x01" * first.elsize, "little")
-        if first.was_empty:
-            # Unwritten: no kernel or torch op marked it, and it still holds the poison (written.py).
-            init = ~storage_poison_mask(first.tensor)
-            maybe_cold = not init.all()
-            if written is not None and maybe_cold:
-                init[: written.shape[0]] |= (marks == marked) if marks is not None else written.all(axis=1)
-                maybe_cold = not init.all()
-        else:
-            init = None  # every element held data from the start: nothing reads the table
-            maybe_cold = False
         if any(v.full_cover for v in views):
             member_any = None
         else:
             member_any = np.zeros(n, dtype=bool)
             for v in views:
                 member_any |= v.member()
-        return cls(first.storage_ptr, first.storage_bytes, first.elsize, views, init, member_any, written=written,
-                   marks=marks, marked=marked, maybe_cold=maybe_cold)
+        # init: None with maybe_cold, made at its first read (LaunchChecker._init_of) where the marks record every
+        # write (the elements then holding data are found as well then as now); None without: every element held
+        # data from the start, nothing reads the table.
+        shadow = cls(first.storage_ptr, first.storage_bytes, first.elsize, views, None, member_any, written=written,
+                     marks=marks, marked=marked, maybe_cold=empty)
+        if empty and marks is None:
+            shadow.init = shadow.holding_data()
+            shadow.maybe_cold = not shadow.init.all()
+        return shadow
+
+    def holding_data(self) -> np.ndarray:
+        """Per element, whether it holds data now: it no longer holds the poison, or it is marked written (by a
+        kernel or a torch op: a value written that happens to equal the poison counts too; written.py)."""
+        init = ~storage_poison_mask(self.views[0].tensor)
+        if self.written is not None and not init.all():
+            init[: self.written.shape[0]] |= (self.marks == self.marked) if self.marks is not None \
+                else self.written.all(axis=1)
+        return init
 
     def view_of(self, element: int) -> ArgView:
         for v in self.views:

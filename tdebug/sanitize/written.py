@@ -44,10 +44,12 @@ def element_index(t: torch.Tensor) -> torch.Tensor:
 def unwritten_mask(t: torch.Tensor, storage_ptr: int | None = None) -> torch.Tensor:
     """Per element of t (a view of a tracked allocation): never written by anything tdebug saw, and still
     holding the poison pattern. storage_ptr: the allocation's key when t is a host copy of it."""
+    ptr = t.untyped_storage().data_ptr() if storage_ptr is None else storage_ptr
+    if ALLOCATIONS.fully_written(ptr):
+        return torch.zeros(t.shape, dtype=torch.bool, device="cpu")
     cold = poison_mask(t).cpu()
     if not cold.any():
         return cold
-    ptr = t.untyped_storage().data_ptr() if storage_ptr is None else storage_ptr
     rows = marks_by_element(ptr, t.element_size())
     if rows is None:
         return cold
@@ -58,6 +60,8 @@ def unwritten_mask(t: torch.Tensor, storage_ptr: int | None = None) -> torch.Ten
 def storage_unwritten(t: torch.Tensor, storage_ptr: int) -> np.ndarray:
     """unwritten_mask of every element of t's storage (as t's dtype), without a torch op on a CPU tensor.
     storage_ptr: the allocation's key (the caller's storage when t is a host copy of it)."""
+    if ALLOCATIONS.fully_written(storage_ptr):
+        return np.zeros(t.untyped_storage().nbytes() // t.element_size(), dtype=bool)
     cold = storage_poison_mask(t)
     if not cold.any():
         return cold

@@ -73,6 +73,14 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_dense_rows_write_race"]["findings"] == ["race"]
     assert "uninit" in runs["scenario_dense_rows_uninitialised"]["findings"]
     assert runs["scenario_dense_rows_past_the_end"]["findings"] == ["bounds", "bounds"]
+    # Dense-row stores whose shadow writes wait aside: a later read or overlapping store still finds the race; an
+    # output they cover whole is recorded as written whole (no marks), one covered in part keeps its unwritten rest.
+    for name in ("row_blocks_read_next", "row_blocks_store_next", "row_blocks_written_whole"):
+        assert runs[f"scenario_{name}"]["rows_accesses"] >= 2, name
+    assert runs["scenario_dense_rows_read_next"]["findings"] == ["race", "uninit"]
+    assert runs["scenario_row_blocks_read_next"]["findings"] == ["race", "uninit"]
+    assert runs["scenario_row_blocks_store_next"]["findings"] == ["race"]
+    assert runs["scenario_row_blocks_written_whole"]["findings"] == ["uninit", "uninit"]
     # Rows per group of consecutive programs (a 2-D grid, its first axis outer): the same, group by group.
     for name in ("head_blocks", "head_blocks_in_place", "head_blocks_uninitialised", "head_blocks_shared_reads"):
         assert runs[f"scenario_{name}"]["rows_accesses"] >= 2, name

@@ -461,7 +461,8 @@ def dense_rows_kernel(x_ptr, y_ptr, z_ptr, n, stride, BLOCK: tl.constexpr, MODE:
     the runs `stride` apart (the checks' strided path, batch_memory.Rows). MODE 0: y = 2x, y read back, z = x + y
     (loads of a tensor stored to in the launch); 1: x halved in place; 2: each program also reads the next row of
     x before writing its own (a read/write race, found at the store); 3: each program stores rows pid + 1 and then
-    pid of y (a write/write race with the next program)."""
+    pid of y (a write/write race with the next program); 4: each program stores its row of y, then reads the next
+    program's (a read/write race found at the load, after stores whose shadow writes wait aside)."""
     row = tl.program_id(0)
     for start in range(0, n, BLOCK):
         cols = start + tl.arange(0, BLOCK)
@@ -476,9 +477,13 @@ def dense_rows_kernel(x_ptr, y_ptr, z_ptr, n, stride, BLOCK: tl.constexpr, MODE:
         elif MODE == 2:
             nxt = tl.load(x_ptr + (row + 1) * stride + cols, mask=mask, other=0.0)
             tl.store(x_ptr + row * stride + cols, x + nxt, mask=mask)
-        else:
+        elif MODE == 3:
             tl.store(y_ptr + (row + 1) * stride + cols, x, mask=mask)
             tl.store(y_ptr + row * stride + cols, x, mask=mask)
+        else:
+            tl.store(y_ptr + row * stride + cols, x, mask=mask)
+            nxt = tl.load(y_ptr + (row + 1) * stride + cols, mask=mask, other=0.0)
+            tl.store(z_ptr + row * stride + cols, nxt, mask=mask)
 
 
 def _dense(seed: int, mode: int, rows: int = 300, n: int = 300, pad: int = 5, grid: int | None = None,
@@ -488,7 +493,7 @@ def _dense(seed: int, mode: int, rows: int = 300, n: int = 300, pad: int = 5, gr
     if empty_x:  # the first half of the rows written, the rest as torch.empty left it
         x = torch.empty(rows + 1, stride)
         x[: rows // 2] = _rand(seed, rows // 2, stride)
-    y, z = torch.empty(rows + (mode == 3), stride), torch.empty(rows, stride)
+    y, z = torch.empty(rows + (mode >= 3), stride), torch.empty(rows, stride)
     if pad:  # the padding columns hold data (no unwritten finding: what is checked is the rows)
         y[:, n:], z[:, n:] = 0.0, 0.0
     dense_rows_kernel[(grid or rows,)](x, y, z, n, stride, BLOCK=128, MODE=mode)
@@ -517,6 +522,56 @@ def scenario_dense_rows_uninitialised(seed: int):
 
 def scenario_dense_rows_past_the_end(seed: int):
     return _dense(seed, 1, rows=40, grid=42)[0]
+
+
+def scenario_dense_rows_read_next(seed: int):
+    return _dense(seed, 4)[1:]
+
+
+@triton.jit
+def row_block_pairs_kernel(x_ptr, y_ptr, z_ptr, ROWS: tl.constexpr, N: tl.constexpr, MODE: tl.constexpr):
+    """ROWS whole rows per program (batch_memory.Rows), y stored, then MODE 0: y's next block read into z (a
+    read/write race with the next program, found at the load after stores whose shadow writes wait aside); 1: y's
+    next block stored too (a write/write race: the second store overlaps the first's runs kept aside)."""
+    pid = tl.program_id(0)
+    offs = (pid * ROWS + tl.arange(0, ROWS))[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, x * 2.0)
+    if MODE == 0:
+        tl.store(z_ptr + offs, tl.load(y_ptr + offs + ROWS * N))
+    else:
+        tl.store(y_ptr + offs + ROWS * N, x)
+
+
+def scenario_row_blocks_read_next(seed: int):
+    x = _rand(seed, 64 * 4, 32)
+    y, z = torch.empty(65 * 4, 32), torch.empty(64 * 4, 32)
+    row_block_pairs_kernel[(64,)](x, y, z, ROWS=4, N=32, MODE=0)
+    return y, z
+
+
+def scenario_row_blocks_store_next(seed: int):
+    x = _rand(seed, 64 * 4, 32)
+    y = torch.empty(65 * 4, 32)
+    row_block_pairs_kernel[(64,)](x, y, y, ROWS=4, N=32, MODE=1)
+    return y
+
+
+def scenario_row_blocks_written_whole(seed: int):
+    """Outputs written whole by one launch's dense rows (their marks dropped: written whole) read by a torch op and by
+    a second launch: nothing unwritten. One written in its first half only, read by both: the rest unwritten."""
+    x = _rand(seed, 96 * 4, 32)
+    y = torch.empty(96 * 4, 32)
+    row_blocks_kernel[(96,)](x, y, ROWS=4, N=32)
+    total = y.sum()
+    again = torch.empty(96 * 4, 32)
+    row_blocks_kernel[(96,)](y, again, ROWS=4, N=32)
+    half = torch.empty(96 * 4, 32)
+    row_blocks_kernel[(48,)](x, half, ROWS=4, N=32)  # the first 48 blocks
+    partial = half.sum()  # a torch op reading the unwritten half: uninit
+    out = torch.empty(96 * 4, 32)
+    row_blocks_kernel[(96,)](half, out, ROWS=4, N=32)  # a launch reading it: uninit
+    return total, again, half[: 48 * 4], out[: 48 * 4], partial.isnan()
 
 
 @triton.jit
