@@ -74,7 +74,7 @@ class DenseRows:
             parts = [(self._programs, rows)]
             resolved: Rows | RowGroups = rows
         else:
-            grouped = self._row_groups(kind, ptrs, mask, origin)
+            grouped = self._row_groups(kind, ptrs, mask, origin) or self._row_runs(kind, ptrs, mask, origin)
             if grouped is None:
                 return False
             s, resolved = grouped
@@ -110,13 +110,43 @@ class DenseRows:
             groups.append(found[1])
         if kind == "store" and _overlap(groups):  # runs of two groups that overlap: the lane by lane path tells
             return None  # who races
-        return storage, RowGroups(tuple(groups), size)
+        return storage, RowGroups(tuple(groups), tuple(range(0, count, size)))
+
+    def _row_runs(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
+                  origin: int | None) -> tuple[Shadow, RowGroups] | None:
+        """The access as Rows in each run of consecutive programs whose rows are evenly spaced, the runs of unequal
+        length (one program too): the programs a predicated `if` left after an early return (Liger's cross entropy:
+        the rows whose target is ignore_index gone), one storage, no element in two runs; else None."""
+        count = self._programs.size
+        if kind == "atomic" or count < 2 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
+                or not ptrs.flags.c_contiguous:
+            return None
+        every = ptrs.reshape(count, -1)
+        steps = np.diff(every[:, 0].view(np.int64))
+        step = int(steps.min())
+        if step <= 0:
+            return None
+        breaks = (np.flatnonzero(steps != step) + 1).tolist()
+        if len(breaks) > count // 2:  # mostly single programs: the lane by lane path
+            return None
+        shared_mask = None if mask is None else np.broadcast_to(mask, ptrs.shape).reshape(count, -1)
+        groups, storage = [], None
+        for begin, end in zip([0] + breaks, breaks + [count]):
+            found = self._rows(kind, every[begin:end], None if shared_mask is None else shared_mask[begin:end],
+                               origin, end - begin)
+            if found is None or (storage is not None and found[0] is not storage):
+                return None
+            storage = found[0]
+            groups.append(found[1])
+        if kind == "store" and _overlap(groups):
+            return None
+        return storage, RowGroups(tuple(groups), tuple([0] + breaks))
 
     def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None,
               count: int) -> tuple[Shadow, Rows] | None:
         """The access (`count` programs, a row of ptrs each) as Rows of one storage, when it is one (checked on
         every active lane), else None."""
-        if kind == "atomic" or count < 2 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
+        if kind == "atomic" or count < 1 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
                 or not ptrs.flags.c_contiguous:
             return None
         width = ptrs.size // count
@@ -143,7 +173,7 @@ class DenseRows:
         if s is None or s.member_any is not None:
             return None
         es = s.elsize
-        step = int(addrs[1, 0]) - a0
+        step = int(addrs[1, 0]) - a0 if count > 1 else n * es  # (one program: any step of at least its run)
         if (a0 - s.ptr) % es or step % es or step < n * es or int(addrs[0, -1]) - a0 != (n - 1) * es \
                 or a0 + step * (count - 1) + n * es > s.ptr + s.nbytes:
             return None
@@ -167,8 +197,8 @@ class DenseRows:
             if "uninit" in checks and s.maybe_cold and not all(rows.view(self._init_of(s)).all() for _, rows in parts):
                 return False
             if race:
-                if s.stored:  # its reads go into the reader table now (_readers)
-                    return False
+                if s.stored:
+                    return self._rows_read_stored(s, parts)
                 for programs, rows in parts:
                     self._defer_rows(s, rows, programs)
             return True
@@ -209,6 +239,22 @@ class DenseRows:
                 self._keep(s, "marks_pending", rows)
         return True
 
+    def _rows_read_stored(self, s: Shadow, parts: list[tuple[np.ndarray, Rows]]) -> bool:
+        """A Rows load of a storage this launch stores to: when no element it reads was written by another program
+        (a read/write race: False, nothing changed, the lane by lane path reports it), its reads are kept aside as
+        before any store (Shadow.pending; the next store or lane by lane access writes them into the reader table,
+        in order)."""
+        if s.stores_pending and _overlap([r for r, _ in s.stores_pending] + [r for _, r in parts]):
+            self._settle_stores(s)
+        if s.writer is not None:
+            for programs, rows in parts:
+                before = rows.view(s.writer)
+                if int(before.max()) >= 0 and not own_rows(before, programs):
+                    return False
+        for programs, rows in parts:
+            self._defer_rows(s, rows, programs)
+        return True
+
     def _keep(self, s: Shadow, name: str, record) -> None:
         """Add a record to the shadow's tuple `name` (stores_pending, marks_pending), undoable while a batch runs."""
         if self.undo is not None:
@@ -224,6 +270,23 @@ class DenseRows:
         records, s.stores_pending = s.stores_pending, ()
         for rows, programs in records:
             self._write_rows(s, "writer", rows, programs[:, None], NONE)
+
+    def _writers(self, s: Shadow, elems: np.ndarray) -> np.ndarray | None:
+        """Per element, the program whose store the writer table holds or a dense-row store kept aside made (they
+        reach no element the table holds), without writing those into the table; None: no store reached s yet."""
+        if not s.stores_pending:
+            return None if s.writer is None else s.writer[elems]
+        out = s.writer[elems] if s.writer is not None else np.full(elems.size, NONE, dtype=self.pid_dtype)
+        kept = [rows for rows, _ in s.stores_pending]
+        starts, ends = _runs(kept)
+        programs = np.concatenate([programs for _, programs in s.stores_pending])
+        order = np.argsort(starts, kind="stable")
+        starts, ends, programs = starts[order], ends[order], programs[order]
+        run = np.searchsorted(starts, elems, side="right") - 1
+        inside = run >= 0
+        inside[inside] = elems[inside] < ends[run[inside]]
+        out[inside] = programs[run[inside]]
+        return out
 
     def settle_marks(self) -> None:
         """At the launch's end: the written marks of the dense-row stores kept aside, set; or, where those stores

@@ -303,7 +303,8 @@ class LaunchChecker(DenseRows, Readers):
         checks = self.checks
         lanes = isinstance(linear_pid, np.ndarray)  # the batched engine: a program per lane
         race = "race" in checks and not self.one_program  # the program tables serve the race check only
-        self._settle_stores(s)
+        if kind != "load" or self.volatile:
+            self._settle_stores(s)
         if kind == "load":
             if "uninit" in checks and s.maybe_cold:
                 self._report("uninit", "load of tensor '{}' memory that nothing has written (allocated with "
@@ -314,12 +315,13 @@ class LaunchChecker(DenseRows, Readers):
                         self.order.acquire_from(s, elems, s.writer[elems])
                     if s.atomic_by is not None:  # a flag published with an atomic (atomic_xchg, atomic_add)
                         self.order.acquire_from(s, elems, s.atomic_by[elems], "atomic")
-                if s.writer is not None:
-                    other = self._unordered(s, "writer", elems, s.writer[elems], linear_pid)
+                writers = self._writers(s, elems)  # (the dense-row stores kept aside too, left aside)
+                if writers is not None:
+                    other = self._unordered(s, "writer", elems, writers, linear_pid)
                     self._report("race", "load of tensor '{}' elements that another program stores to in the "
                                  "same launch (read/write race)", s, elems, other, linear_pid, pid, where)
-                if lanes:
-                    if s.stored or not self._defer(s, elems, linear_pid):
+                if lanes:  # kept aside until a store reaches the storage (Readers._settle writes them in order)
+                    if not self._defer(s, elems, linear_pid):
                         self._settle(s)
                         self._readers(s, elems, linear_pid)
                     return

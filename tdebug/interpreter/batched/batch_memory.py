@@ -54,15 +54,16 @@ class Rows:
 
 @dataclass(frozen=True)
 class RowGroups:
-    """A batched access whose programs, in consecutive groups of `size`, are each Rows (a 2-D grid run outer axis
-    first: the inner axis across each group's runs)."""
+    """A batched access whose programs, in groups of consecutive programs, are each Rows: a 2-D grid run outer axis
+    first (equal groups, the inner axis across each group's runs), or the programs of a batch that reach anything
+    (the others with every lane masked off, as a predicated early return leaves them: no group holds them)."""
 
     groups: tuple[Rows, ...]
-    size: int  # programs per group
+    begins: tuple[int, ...]  # each group's first program row in the access
 
     def parts(self):
         """(first program row, last + 1, Rows) per group."""
-        return [(i * self.size, (i + 1) * self.size, rows) for i, rows in enumerate(self.groups)]
+        return [(begin, begin + rows.programs, rows) for begin, rows in zip(self.begins, self.groups)]
 
 
 @dataclass

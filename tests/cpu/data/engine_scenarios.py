@@ -706,6 +706,53 @@ def scenario_ignored_rows(seed: int):
 
 
 @triton.jit
+def ce_rows_kernel(x_ptr, labels_ptr, loss_ptr, n_cols, ignore_index, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """Liger's cross entropy's form, a row in one block: a row whose label is ignored is zeroed and its program
+    returns (the batch's other programs go on as runs of unequal length, single programs among them); the others
+    read their row twice, store the gradient in place (reads and stores of a storage the launch stores to) and the
+    loss. MODE 1: each also reads the next row after storing its own (a read/write race with the next program)."""
+    row = tl.program_id(0).to(tl.int64)
+    label = tl.load(labels_ptr + row)
+    x_ptr += row * n_cols
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    if label == ignore_index:
+        tl.store(x_ptr + cols, 0.0, mask=mask)
+        tl.store(loss_ptr + row, 0.0)
+        return
+    x = tl.load(x_ptr + cols, mask=mask, other=float("-inf"))
+    m = tl.max(x)
+    d = tl.sum(tl.exp(x - m))
+    x_y = tl.load(x_ptr + label)
+    x = tl.load(x_ptr + cols, mask=mask, other=0.0)
+    tl.store(x_ptr + cols, tl.exp(x - m) / d, mask=mask)
+    loss = tl.log(d) + m - x_y
+    if MODE == 1:
+        loss += tl.sum(tl.load(x_ptr + n_cols + cols, mask=mask, other=0.0)) * 0.0
+    tl.store(loss_ptr + row, loss)
+
+
+def _ce_rows(seed: int, mode: int):
+    g = torch.Generator().manual_seed(seed)
+    rows, n = 61, 100
+    x = _rand(seed, rows + mode, n)
+    labels = torch.randint(0, n, (rows,), generator=g)
+    labels[torch.rand(rows, generator=g) < 0.3] = -100
+    labels[[1, 2, 3, 9, 11]] = -100  # a run of ignored rows, and single programs between ignored ones
+    loss = torch.empty(rows)
+    ce_rows_kernel[(rows,)](x, labels, loss, n, -100, BLOCK=128, MODE=mode)
+    return x, loss
+
+
+def scenario_ce_rows(seed: int):
+    return _ce_rows(seed, 0)
+
+
+def scenario_ce_rows_read_next(seed: int):
+    return _ce_rows(seed, 1)
+
+
+@triton.jit
 def two_atomics_kernel(x_ptr, even_ptr, odd_ptr, out_ptr):
     """An atomic in each branch of an `if`, their tickets used: each program takes one, in program order."""
     pid = tl.program_id(0)
