@@ -386,6 +386,7 @@ class LaunchChecker(DenseRows, Readers):
             self._write(s, "marks", elems, s.marked)
         elif s.written is not None:
             self._write(s, "written", elems, True)
+
     def _init_of(self, s: Shadow) -> np.ndarray:
         """s.init (per element: holds data), made now if Shadow.create left it for its first read: from the
         storage's memory and its marks, those of the dense-row stores kept aside too; dropped again if this batch

@@ -86,9 +86,10 @@ class Shadow:
     marks: np.ndarray | None = None  # the same marks, one word per element (written: every byte of a row set)
     marked: int = 0  # a word with every byte set to True
     maybe_cold: bool = True  # False: every element held data from the start (init is all True)
-    # Reads by batched loads not yet in the reader table, while no store or atomic has reached the storage in
-    # this launch (LaunchChecker._defer): per load (first elements, counts, programs, None, or the load's Rows)
-    # of its programs' dense runs, or (elements, None, each lane's program, the access's programs) as they were.
+    # Reads by batched loads not yet in the reader table, until the next store or atomic on the storage (or a
+    # serial access) writes them into it in order (LaunchChecker._defer, _settle): per load (first elements,
+    # counts, programs, None, or the load's Rows) of its programs' dense runs, or (elements, None, each lane's
+    # program, the access's programs) as they were.
     pending: tuple = ()
     # Stores of dense rows whose writer-table writes wait aside (DenseRows._pend_store), each (Rows, programs): on
     # elements no program had written, disjoint from one another; written into the table before anything reads it.
