@@ -83,8 +83,8 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_row_blocks_written_whole"]["findings"] == ["uninit", "uninit"]
     # Runs of consecutive programs of unequal length (one program too): what a predicated early return leaves of a
     # batch (Liger's cross entropy, its ignore_index rows), read and stored in place, and a race across them.
-    assert runs["scenario_ce_rows"]["rows_accesses"] >= 4 and runs["scenario_ce_rows"]["findings"] == []
-    assert runs["scenario_ce_rows_read_next"]["rows_accesses"] >= 4
+    assert runs["scenario_ce_rows"]["rows_accesses"] >= 3 and runs["scenario_ce_rows"]["findings"] == []
+    assert runs["scenario_ce_rows_read_next"]["rows_accesses"] >= 1  # up to the race, then the serial engine
     assert runs["scenario_ce_rows_read_next"]["findings"] == ["race", "race"]
     # Rows per group of consecutive programs (a 2-D grid, its first axis outer): the same, group by group.
     for name in ("head_blocks", "head_blocks_in_place", "head_blocks_uninitialised", "head_blocks_shared_reads"):
