@@ -34,6 +34,13 @@ def _evenly_spaced(values: np.ndarray, step: int) -> bool:
     return bool((np.subtract(values, values[0]) == np.uint64(step) * np.arange(values.size, dtype=np.uint64)).all())
 
 
+def _row_shaped(kind: str, ptrs: np.ndarray, count: int, least: int) -> bool:
+    """A load or store of at least `least` programs whose pointers are a C-ordered integer array with a row per
+    program: what Rows can describe."""
+    return kind != "atomic" and count >= least and ptrs.ndim >= 2 and ptrs.dtype in (np.uint64, np.int64) \
+        and ptrs.flags.c_contiguous
+
+
 def _runs(records: list[Rows]) -> tuple[np.ndarray, np.ndarray]:
     """The first element and one past the last of every program's run in these Rows."""
     starts = np.concatenate([r.first + r.step * np.arange(r.programs, dtype=np.int64) for r in records])
@@ -93,8 +100,7 @@ class DenseRows:
         """The access as Rows in each of its equal groups of consecutive programs (one storage, the runs of all
         groups disjoint), when the programs' first lanes run evenly for a while and then start again; else None."""
         count = self._programs.size
-        if kind == "atomic" or count < 4 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
-                or not ptrs.flags.c_contiguous:
+        if not _row_shaped(kind, ptrs, count, 4):
             return None
         firsts = ptrs.reshape(count, -1)[:, 0].view(np.int64)
         steps = np.diff(firsts)
@@ -102,19 +108,7 @@ class DenseRows:
         size = int(breaks[0]) + 1 if breaks.size else count
         if size < 2 or size == count or count % size:
             return None
-        every = ptrs.reshape(count, -1)
-        shared_mask = None if mask is None else np.broadcast_to(mask, ptrs.shape).reshape(count, -1)
-        groups, storage = [], None
-        for i in range(0, count, size):
-            found = self._rows(kind, every[i:i + size], None if shared_mask is None else shared_mask[i:i + size],
-                               origin, size)
-            if found is None or (storage is not None and found[0] is not storage):
-                return None
-            storage = found[0]
-            groups.append(found[1])
-        if kind == "store" and _overlap(groups):  # runs of two groups that overlap: the lane by lane path tells
-            return None  # who races
-        return storage, RowGroups(tuple(groups), tuple(range(0, count, size)))
+        return self._groups(kind, ptrs, mask, origin, list(range(0, count, size)))
 
     def _row_runs(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
                   origin: int | None) -> tuple[Shadow, RowGroups] | None:
@@ -122,8 +116,7 @@ class DenseRows:
         length (one program too): the programs a predicated `if` left after an early return (Liger's cross entropy:
         the rows whose target is ignore_index gone), one storage, no element in two runs; else None."""
         count = self._programs.size
-        if kind == "atomic" or count < 2 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
-                or not ptrs.flags.c_contiguous:
+        if not _row_shaped(kind, ptrs, count, 2):
             return None
         every = ptrs.reshape(count, -1)
         steps = np.diff(every[:, 0].view(np.int64))
@@ -133,9 +126,17 @@ class DenseRows:
         breaks = (np.flatnonzero(steps != step) + 1).tolist()
         if ptrs.size < (len(breaks) + 1) * _RUN_LANES:  # short runs: the lane by lane path
             return None
+        return self._groups(kind, ptrs, mask, origin, [0] + breaks)
+
+    def _groups(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None,
+                begins: list[int]) -> tuple[Shadow, RowGroups] | None:
+        """The access as Rows in each group of consecutive programs from `begins` on (_row_groups, _row_runs): one
+        storage, and for a store no element in two groups' runs (the lane by lane path tells who races); else None."""
+        count = self._programs.size
+        every = ptrs.reshape(count, -1)
         shared_mask = None if mask is None else np.broadcast_to(mask, ptrs.shape).reshape(count, -1)
         groups, storage = [], None
-        for begin, end in zip([0] + breaks, breaks + [count]):
+        for begin, end in zip(begins, begins[1:] + [count]):
             found = self._rows(kind, every[begin:end], None if shared_mask is None else shared_mask[begin:end],
                                origin, end - begin)
             if found is None or (storage is not None and found[0] is not storage):
@@ -144,14 +145,13 @@ class DenseRows:
             groups.append(found[1])
         if kind == "store" and _overlap(groups):
             return None
-        return storage, RowGroups(tuple(groups), tuple([0] + breaks))
+        return storage, RowGroups(tuple(groups), tuple(begins))
 
     def _rows(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None,
               count: int) -> tuple[Shadow, Rows] | None:
         """The access (`count` programs, a row of ptrs each) as Rows of one storage, when it is one (checked on
         every active lane), else None."""
-        if kind == "atomic" or count < 1 or ptrs.ndim < 2 or ptrs.dtype not in (np.uint64, np.int64) \
-                or not ptrs.flags.c_contiguous:
+        if not _row_shaped(kind, ptrs, count, 1):
             return None
         width = ptrs.size // count
         start, stop = 0, width
@@ -213,8 +213,7 @@ class DenseRows:
             if s.atomic_by is not None:
                 return False
             self._settle(s)  # as the lane by lane path does first: the same if it takes over
-            if s.stores_pending and _overlap([r for r, _ in s.stores_pending] + [r for _, r in parts]):
-                self._settle_stores(s)
+            self._settle_stores_under(s, parts)
             for i, (programs, rows) in enumerate(parts):
                 if s.writer is not None:
                     before = rows.view(s.writer)
@@ -248,8 +247,7 @@ class DenseRows:
         (a read/write race: False, nothing changed, the lane by lane path reports it), its reads are kept aside as
         before any store (Shadow.pending; the next store or lane by lane access writes them into the reader table,
         in order)."""
-        if s.stores_pending and _overlap([r for r, _ in s.stores_pending] + [r for _, r in parts]):
-            self._settle_stores(s)
+        self._settle_stores_under(s, parts)
         if s.writer is not None:
             for programs, rows in parts:
                 before = rows.view(s.writer)
@@ -274,6 +272,12 @@ class DenseRows:
         records, s.stores_pending = s.stores_pending, ()
         for rows, programs in records:
             self._write_rows(s, "writer", rows, programs[:, None], NONE)
+
+    def _settle_stores_under(self, s: Shadow, parts: list[tuple[np.ndarray, Rows]]) -> None:
+        """_settle_stores when a store kept aside shares an element with these parts' runs (their writer-table
+        views must then show it); else the stores stay aside."""
+        if s.stores_pending and _overlap([r for r, _ in s.stores_pending] + [r for _, r in parts]):
+            self._settle_stores(s)
 
     def _writers(self, s: Shadow, elems: np.ndarray) -> np.ndarray | None:
         """Per element, the program whose store the writer table holds or a dense-row store kept aside made (they

@@ -91,7 +91,7 @@ class Shadow:
     # counts, programs, None, or the load's Rows) of its programs' dense runs, or (elements, None, each lane's
     # program, the access's programs) as they were.
     pending: tuple = ()
-    # Stores of dense rows whose writer-table writes wait aside (DenseRows._pend_store), each (Rows, programs): on
+    # Stores of dense rows whose writer-table writes wait aside (DenseRows._keep), each (Rows, programs): on
     # elements no program had written, disjoint from one another; written into the table before anything reads it.
     stores_pending: tuple = ()
     # Rows of dense-row stores whose written marks wait for the launch's end (DenseRows.settle_marks).

@@ -55,8 +55,8 @@ class Rows:
 @dataclass(frozen=True)
 class RowGroups:
     """A batched access whose programs, in groups of consecutive programs, are each Rows: a 2-D grid run outer axis
-    first (equal groups, the inner axis across each group's runs), or the programs of a batch that reach anything
-    (the others with every lane masked off, as a predicated early return leaves them: no group holds them)."""
+    first (equal groups, the inner axis across each group's runs), or the runs of evenly spaced rows that a batch's
+    programs form after a predicated early return dropped some of them (groups of unequal length)."""
 
     groups: tuple[Rows, ...]
     begins: tuple[int, ...]  # each group's first program row in the access
