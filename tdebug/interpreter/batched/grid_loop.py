@@ -308,7 +308,7 @@ class BatchedLaunch:
             for listener, token in zip(LISTENERS, tokens):
                 listener.commit(token)
             batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
-            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.LARGEST))))
+            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.largest()))))
 
 
 def _refuse_lanes(key: tuple) -> None:

@@ -54,7 +54,7 @@ def lanes(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[
     if key in REFUSED_LANES or trips < 2 or not program_axis.PER_LANE or batch.root is not None \
             or batch.lanes is not None or batch.whole is not None:
         return None
-    if batch.size * program_axis.LARGEST > WORTH * BATCH_ELEMENTS:
+    if batch.size * program_axis.largest() > WORTH * BATCH_ELEMENTS:
         return None  # not worth lanes (the blocks' size known from an earlier op or launch)
     return _chunks(batch, begins, trips, step, accumulators, key, target)
 
@@ -66,7 +66,7 @@ def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tupl
     done = 0
     uniform = bool((begins == begins[0]).all())
     while done < trips:
-        elements = batch.size * program_axis.LARGEST
+        elements = batch.size * program_axis.largest()
         # Blocks of unknown size (no memory op yet: the first iteration tells) or too many elements for lanes to
         # pay: one iteration as written (a LoopCounter), or as lanes of one where each program has its own counter
         size = 1 if not elements or elements > WORTH * BATCH_ELEMENTS else WIDTH * BATCH_ELEMENTS // elements

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,7 +153,22 @@ class LoopValues:
         return LoopValues(values, bound)
 
 
-LARGEST = 0  # elements of the largest block a memory op of any batch touched, per program (sizes batches)
+# Per kernel (its Python function): elements of the largest block a memory op of its batches touched, per program;
+# sizes that kernel's batches and loop lanes. A kernel's own: one with large blocks leaves others' batches as they are.
+LARGEST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def largest() -> int:
+    """The running kernel's largest block (elements per program) seen so far: 0 outside a launch or before its
+    first memory op."""
+    launch = current_launch()
+    return 0 if launch is None else LARGEST.get(launch.kernel, 0)
+
+
+def _note_block(size: int) -> None:
+    launch = current_launch()
+    if launch is not None and size > LARGEST.get(launch.kernel, 0):
+        LARGEST[launch.kernel] = size
 
 
 WHOLE = -1  # Batch.index while a memory op runs once for every program of the batch, a program per lane
@@ -320,7 +336,6 @@ def _per_program(name: str, effect: bool):
 
     def make(original):
         def op(*args, **kwargs):
-            global LARGEST
             batch = current_batch()
             if batch is None or batch.index is not None:
                 return original(*args, **kwargs)
@@ -342,7 +357,7 @@ def _per_program(name: str, effect: bool):
                 batch.before_effect()
             for a in args:
                 if getattr(a, MARK, False):
-                    LARGEST = max(LARGEST, a.data[0].size)
+                    _note_block(a.data[0].size)
             if name in WHOLE_BATCH_OPS and PER_LANE:
                 views = name != "create_atomic_rmw"  # Triton's atomics take each operand lane by lane
                 if batch.active is not None:
