@@ -82,10 +82,10 @@ def reserve(nbytes: int, budget: int | None = None,
     """Room for `nbytes` of host memory, waiting for it where the machine's budget is taken; a wait runs inside
     `waiting()` (pytest's in-process test timer pauses there: waiting is not hanging)."""
     global _OUTERMOST
-    if _OUTERMOST:
+    if _OUTERMOST or nbytes < UNIT or fcntl is None:  # (units_for: 0 under one unit, whatever the budget)
         return Reservation([], 0.0, counted=False)
     budget_units = max(1, int((total_bytes() if budget is None else budget) * FRACTION) // UNIT)
-    units = units_for(nbytes, budget_units) if fcntl is not None else 0
+    units = units_for(nbytes, budget_units)
     if units == 0:
         return Reservation([], 0.0, counted=False)
     folder = _folder()
