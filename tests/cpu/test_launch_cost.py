@@ -103,3 +103,52 @@ def test_language_changed_between_launches_is_patched_anew(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         report = json.loads(proc.stdout.strip().splitlines()[-1])
         assert report == {"outs": [True] * 4, "same": [True] * 4}, (executor, report)
+
+
+REBOUND = r'''
+import json, os
+os.environ["TRITON_INTERPRET"] = "1"
+from tdebug.runtime.recipe import Recipe, install
+install(Recipe(interpret=True))
+import torch
+import triton
+import triton.language as tl
+
+my_op = None  # a module-level alias: no builtin at first, then one, then another
+
+
+@triton.jit
+def apply(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, my_op(tl.load(x_ptr + offs)))
+
+
+x = torch.rand(64) + 0.5
+outs = []
+for op, ref in ((tl.exp, torch.exp), (tl.log, torch.log), (tl.exp, torch.exp)):
+    my_op = op
+    y = torch.empty_like(x)
+    apply[(2,)](x, y, BLOCK=32)
+    outs.append(torch.allclose(y, ref(x)))
+print(json.dumps({"outs": outs, "restored": my_op is tl.exp}))
+'''
+
+
+def test_alias_rebound_between_launches_is_patched_anew(tmp_path):
+    """aliases.py remembers which objects are builtins, not which names hold them: a module-level alias bound to
+    another builtin between launches runs that builtin at the next launch, and holds it again after."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "rebound.py"
+    script.write_text(REBOUND)
+    for executor in ("batched", "serial"):
+        env = {**os.environ, "PYTHONPATH": str(root), "TDEBUG_EXECUTOR": executor}
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=root, env=env,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"outs": [True] * 3, "restored": True}, executor

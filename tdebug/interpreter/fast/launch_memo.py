@@ -27,6 +27,7 @@ from ..batched.launch import current_launch
 from ..versions import patcher
 
 patch = patcher("launch_memo")
+_OWNER = operator.itemgetter(0)  # of a patch scope's change: (owner, name, original)
 
 
 @dataclass
@@ -121,7 +122,7 @@ def _builtins_listed_once(original):
 
     def _patch_builtin(pkg, builder, scope):
         launch = _running()
-        if launch is None or launch.patched or any(obj is pkg for obj, _, _ in scope._changes):
+        if launch is None or launch.patched or any(map(operator.is_, map(_OWNER, scope._changes), repeat(pkg))):
             return original(pkg, builder, scope)
         entry = listed.get(id(pkg))
         size = len(vars(pkg))

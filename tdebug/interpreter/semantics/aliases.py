@@ -11,6 +11,7 @@ so they are restored with the rest when the launch ends.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from ..versions import patcher
@@ -37,21 +38,46 @@ class _Namespace:
         del self._names[name]
 
 
+_BUILTIN: dict[int, tuple[Any, bool]] = {}  # id(object) -> (the object, is it a Triton builtin?)
+_MAX_BUILTIN = 1 << 16  # objects remembered, at most (emptied past it)
+
+
+def _is_builtin(value: Any) -> bool:
+    """tl.core.is_builtin(value), remembered per object: the flag is set when Triton defines a builtin, and
+    asking it of a module whose `__getattr__` is Python (torch's) costs a microsecond or more, at every launch."""
+    found = _BUILTIN.get(id(value))
+    if found is not None and found[0] is value:
+        return found[1]
+    import triton.language as tl
+
+    if len(_BUILTIN) >= _MAX_BUILTIN:
+        _BUILTIN.clear()
+    flag = bool(tl.core.is_builtin(value))
+    _BUILTIN[id(value)] = (value, flag)  # (held: its id is not reused while remembered)
+    return flag
+
+
 def patch_aliases(fn, scope) -> None:
     """Point every module-level name of fn that holds a builtin at its interpreted version."""
-    import triton.language as tl
     from triton.runtime import interpreter
 
     names = fn.__globals__
-    held = set(map(id, names.values()))
-    # What the interpreter has just swapped in, for the objects fn's globals hold: the original -> its replacement.
-    replaced = {id(original): getattr(owner, name) for owner, name, original in scope._changes
-                if id(original) in held and original is not interpreter._MISSING}
+    changes = scope._changes
+    # The objects fn's globals hold that the interpreter has just swapped out (most modules hold none: `tl` only)
+    held = set(map(id, names.values())).intersection(map(id, map(itemgetter(2), changes)))
+    held.discard(id(interpreter._MISSING))
+    # What the interpreter swapped in for each of them: the original -> its replacement
+    replaced = {id(original): getattr(owner, name) for owner, name, original in changes
+                if id(original) in held} if held else {}
     namespace = _Namespace(names)
+    known = _BUILTIN.get
     for name, value in list(names.items()):
-        if id(value) in replaced and replaced[id(value)] is not value:
-            scope.set_attr(namespace, name, replaced[id(value)])
-        elif tl.core.is_builtin(value):
+        key = id(value)
+        if key in replaced and replaced[key] is not value:
+            scope.set_attr(namespace, name, replaced[key])
+            continue
+        found = known(key)  # (_is_builtin's lookup, inline: once per global per launch)
+        if found[1] if found is not None and found[0] is value else _is_builtin(value):
             interpreter._patch_attr(namespace, name, value, interpreter.interpreter_builder, scope)
 
 
