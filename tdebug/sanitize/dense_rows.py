@@ -85,7 +85,8 @@ class DenseRows:
             parts = [(self._programs, rows)]
             resolved: Rows | RowGroups = rows
         else:
-            grouped = self._row_groups(kind, ptrs, mask, origin) or self._row_runs(kind, ptrs, mask, origin)
+            grouped = self._row_groups(kind, ptrs, mask, origin) or self._row_runs(kind, ptrs, mask, origin) \
+                or self._ragged_tail(kind, ptrs, mask, origin)
             if grouped is None:
                 return False
             s, resolved = grouped
@@ -127,6 +128,20 @@ class DenseRows:
         if ptrs.size < (len(breaks) + 1) * _RUN_LANES:  # short runs: the lane by lane path
             return None
         return self._groups(kind, ptrs, mask, origin, [0] + breaks)
+
+    def _ragged_tail(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None,
+                     origin: int | None) -> tuple[Shadow, RowGroups] | None:
+        """The access as Rows in two groups, every program but the last under one mask and the last under its own:
+        an element-wise kernel over n elements not a multiple of its block (`offs < n` cuts the last program's row
+        short), whose whole batch would otherwise go lane by lane; else None (and for short accesses, which the
+        lane by lane path does faster)."""
+        count = self._programs.size
+        if mask is None or ptrs.size < 2 * _RUN_LANES or not _row_shaped(kind, ptrs, count, 2):
+            return None
+        rows = np.broadcast_to(mask, ptrs.shape).reshape(count, -1)
+        if not (rows[1:-1] == rows[0]).all():
+            return None
+        return self._groups(kind, ptrs, mask, origin, [0, count - 1])
 
     def _groups(self, kind: str, ptrs: np.ndarray, mask: np.ndarray | None, origin: int | None,
                 begins: list[int]) -> tuple[Shadow, RowGroups] | None:

@@ -86,6 +86,13 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_ce_rows"]["rows_accesses"] >= 3 and runs["scenario_ce_rows"]["findings"] == []
     assert runs["scenario_ce_rows_read_next"]["rows_accesses"] >= 1  # up to the race, then the serial engine
     assert runs["scenario_ce_rows_read_next"]["findings"] == ["race", "race"]
+    # An element-wise kernel whose last program's row is cut short by `offs < n`: its programs as two groups of
+    # Rows (the whole batch went lane by lane before), its outputs written whole or in part, and findings made.
+    for name in ("ragged_tail", "ragged_tail_written_whole", "ragged_tail_written_in_part"):
+        assert runs[f"scenario_{name}"]["rows_accesses"] >= 3 and runs[f"scenario_{name}"]["findings"] == [], name
+    assert runs["scenario_ragged_tail_read_next"]["findings"] == ["race", "uninit"]
+    assert runs["scenario_ragged_tail_uninitialised"]["findings"] == ["uninit"]
+    assert runs["scenario_ragged_tail_past_the_end"]["findings"] == ["bounds"]
     # Rows per group of consecutive programs (a 2-D grid, its first axis outer): the same, group by group.
     for name in ("head_blocks", "head_blocks_in_place", "head_blocks_uninitialised", "head_blocks_shared_reads"):
         assert runs[f"scenario_{name}"]["rows_accesses"] >= 2, name

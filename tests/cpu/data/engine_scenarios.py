@@ -753,6 +753,62 @@ def scenario_ce_rows_read_next(seed: int):
 
 
 @triton.jit
+def ragged_tail_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, MODE: tl.constexpr):
+    """An element-wise kernel over n elements, n no multiple of BLOCK: every program's row whole but the last one's
+    (`offs < n`). MODE 1: then each reads the next program's elements of out (a read/write race); MODE 2: out is
+    read before anything wrote it (torch.empty); MODE 3: the next program's elements of x, past the end for the
+    last one (masked by n + BLOCK: a bounds finding)."""
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if MODE == 2:
+        extra = tl.load(out_ptr + offs, mask=mask, other=0.0) * 0.0
+    else:
+        extra = 0.0
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask) + extra, mask=mask)
+    if MODE == 1:
+        nxt = tl.load(out_ptr + offs + BLOCK, mask=offs + BLOCK < n, other=0.0)
+        tl.store(y_ptr + offs, nxt, mask=mask)
+    if MODE == 3:
+        nxt = tl.load(x_ptr + offs + BLOCK, mask=offs < n + BLOCK, other=0.0)
+        tl.store(y_ptr + offs, nxt, mask=mask)
+
+
+def _ragged_tail(seed: int, mode: int, spare: int = 0, again: bool = False):
+    n = 50_003  # 49 programs of 1024 lanes: enough lanes for the two groups (dense_rows._ragged_tail)
+    x, y = _rand(seed, n), _rand(seed + 1, n)
+    out = torch.empty(n + spare)  # `spare` elements past n: no program writes them (out is not written whole)
+    ragged_tail_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, MODE=mode)
+    if again:  # a second launch reads out before storing to it: every element the first wrote holds data
+        ragged_tail_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, MODE=2)
+    return out, y
+
+
+def scenario_ragged_tail(seed: int):
+    return _ragged_tail(seed, 0)
+
+
+def scenario_ragged_tail_written_whole(seed: int):
+    return _ragged_tail(seed, 0, again=True)
+
+
+def scenario_ragged_tail_written_in_part(seed: int):
+    return _ragged_tail(seed, 0, spare=7, again=True)
+
+
+def scenario_ragged_tail_read_next(seed: int):
+    return _ragged_tail(seed, 1)
+
+
+def scenario_ragged_tail_uninitialised(seed: int):
+    return _ragged_tail(seed, 2)
+
+
+def scenario_ragged_tail_past_the_end(seed: int):
+    return _ragged_tail(seed, 3)
+
+
+@triton.jit
 def two_atomics_kernel(x_ptr, even_ptr, odd_ptr, out_ptr):
     """An atomic in each branch of an `if`, their tickets used: each program takes one, in program order."""
     pid = tl.program_id(0)
