@@ -94,6 +94,22 @@ class _Reached:
     ranked: list = field(default_factory=list, repr=False)  # (program, its lane number, text) behind `lanes`
 
 
+def _first_distinct(entries: list) -> list:
+    """The first MAX_EXAMPLES entries (program, its lane number, text) in that order, a text once (at its first
+    place). A function of the set of entries however they came: merging more into the result gives what merging
+    them all at once gives, so the examples are the same whichever engine ran the programs and in whatever order
+    their stores came (the batched engine's: a store for every program of a batch at once, a loop's iterations
+    program after program)."""
+    kept, seen = [], set()
+    for entry in sorted(entries):
+        if entry[2] not in seen:
+            seen.add(entry[2])
+            kept.append(entry)
+            if len(kept) == MAX_EXAMPLES:
+                break
+    return kept
+
+
 def _floats(h) -> np.ndarray | None:
     """A handle's values as floats: its data when numpy holds them as floats, bf16/fp8 bit patterns decoded (the
     interpreter keeps those as integers); None for anything else."""
@@ -339,9 +355,7 @@ class NanTracker:
             # whichever engine ran the programs.
             made = _makers(origin, lanes, np.shape(ptrs.data))
             r.pids = sorted(set(r.pids) | set(made))[:MAX_EXAMPLES]
-            ranked = r.ranked + [(origin.pid, n, t) for n, t in enumerate(origin.lanes)
-                                 if all(t != x for _, _, x in r.ranked)]
-            r.ranked = sorted(ranked, key=lambda e: (e[0], e[1]))[:MAX_EXAMPLES]
+            r.ranked = _first_distinct(r.ranked + [(origin.pid, n, t) for n, t in enumerate(origin.lanes)])
             r.lanes = [t for _, _, t in r.ranked]
 
     def before(self, access) -> None:

@@ -79,4 +79,5 @@ def test_what_the_fuzzer_found_is_identical_under_both_engines():
     assert runs["scenario_log_then_sum"]["findings"] == ["nan"]
     assert runs["scenario_uninit_in_ragged_loop"]["findings"] == ["uninit", "uninit"]
     assert runs["scenario_fma_overflow"]["findings"] == ["nan"]
+    assert runs["scenario_int_to_half_in_loop"]["findings"] == ["nan", "nan"]  # the same examples on both
     assert runs["scenario_scalar_bound_in_loop"]["batched_launches"] == 1

@@ -321,3 +321,41 @@ def scenario_shared_inf(seed: int):
     ov = torch.empty(24, dtype=torch.float32)
     shared_inf_kernel[(3,)](ov, 24, B=8)
     return [ov]
+
+
+def _special(g, dtype, size):
+    """kernel_fuzz.py's "special" inputs: normal values with NaN/Inf/huge/tiny lanes (floats), with the type's
+    extremes in a quarter of the lanes (integers)."""
+    if dtype.is_floating_point:
+        x = torch.randn(size, generator=g, dtype=torch.float64)
+        picks = torch.randint(0, size, (max(1, size // 8),), generator=g)
+        specials = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e38, -1e-40, 7e4, 0.0])
+        x[picks] = specials[torch.randint(0, len(specials), (len(picks),), generator=g)].double()
+        return x.to(dtype)
+    wide = torch.randint(-8, 9, (size,), generator=g, dtype=torch.int64)
+    info = torch.iinfo(dtype)
+    picks = torch.randint(0, size, (max(1, size // 4),), generator=g)
+    wide[picks] = torch.tensor([info.max, info.min, info.max - 1])[torch.randint(0, 3, (len(picks),), generator=g)]
+    return wide.to(dtype)
+
+
+@triton.jit
+def int_to_half_in_loop_kernel(x0_ptr, x1_ptr, ov_ptr, n, B: tl.constexpr):
+    """int32 extremes converted to fp16 make Infs in both iterations of a loop, in several programs, with the same
+    example text ("lane 3: finite inputs = inf") made by one program's second iteration and another's first: the
+    batched engine stores every program's at once, iteration by iteration, the serial engine program by program.
+    The examples kept must not depend on which came first (nan._first_distinct)."""
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    v = (tl.load(x0_ptr + offs, mask=offs < n)).to(tl.float16)
+    for i in range(0, 2):
+        v = (v + tl.load(x1_ptr + offs + i, mask=offs + i < n, other=0)).to(tl.float16)
+    tl.store(ov_ptr + offs, v, mask=offs < n)
+
+
+def scenario_int_to_half_in_loop(seed: int):
+    g = torch.Generator().manual_seed(0)  # the fuzzer's inputs (seed 37): these extremes make the shared text
+    x0, x1 = _special(g, torch.float16, 64), _special(g, torch.int32, 64)
+    ov = torch.empty(64, dtype=torch.float16)
+    int_to_half_in_loop_kernel[(8,)](x0, x1, ov, 64, B=8)
+    return [x0, x1, ov]
