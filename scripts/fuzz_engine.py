@@ -9,6 +9,10 @@ it while it stays in that class. Prints kernels tried, kernels per minute, the g
 class with the file of its minimal kernel (DIR, a fresh temporary folder by default). `--without` leaves statement
 kinds out of the grammar (atomic, dot, if, loop, return, store, reduce, scan, rows, ...), to look past a class
 that is known. Exit 0 when the engines agreed on every kernel, 1 when they did not, 2 on a usage error.
+
+The sanitizer's dense-row paths for runs of programs (an early return's runs, an element-wise kernel's short last
+row) take only accesses of thousands of lanes, which the fuzzer's small kernels never reach: run it with
+TDEBUG_DENSE_RUN_LANES=1 to send every access that fits down them.
 """
 
 from __future__ import annotations

@@ -85,6 +85,9 @@ SETTINGS: tuple[Setting, ...] = (
             "each", choices=("fork", "spawn")),
     Setting("TDEBUG_COMPUTE_SANITIZER", "path", None, "the compute-sanitizer executable (default: PATH, CUDA_HOME)"),
     Setting("TDEBUG_NO_POISON", "switch", False, "outputs not poisoned (initcheck)", internal=True),
+    Setting("TDEBUG_DENSE_RUN_LANES", "int", 1 << 14, "lanes per run of programs below which a batched access "
+            "split in runs goes lane by lane (1: dense rows wherever they fit; the fuzzer's small kernels)",
+            minimum=1, internal=True),
     Setting("TDEBUG_CASE_MARKERS", "switch", False, "a marker line before each case (compute-sanitizer logs)",
             internal=True),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import settings
 from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.batched.batch_memory import RowGroups, Rows, program_layout
 from .shadow import NONE, Shadow
@@ -12,8 +13,9 @@ from .shadow import NONE, Shadow
 _RUN_CHECK_LANES = 1 << 18  # lanes per pass of _evenly_spaced_runs (temporaries that stay in cache)
 # Lanes per run of programs (_row_runs), on average, at least: each run costs Python work at every step of the
 # check and of the memory op, more than the lane by lane path's numpy spends on fewer lanes (a 4096 x 1024 batch
-# in runs of ~4 rows: 1.6x slower that way; Liger's cross entropy, runs of ~7 rows of 32000: 1.4x faster).
-_RUN_LANES = 1 << 14
+# in runs of ~4 rows: 1.6x slower that way; Liger's cross entropy, runs of ~7 rows of 32000: 1.4x faster). 1 (the
+# setting): every access that fits, however short (the engine fuzzer's kernels reach these paths that way).
+_RUN_LANES = settings.get("TDEBUG_DENSE_RUN_LANES")
 
 
 def _evenly_spaced_runs(addrs: np.ndarray, a0: int, step: int, es: int) -> bool:

@@ -16,8 +16,8 @@ DATA = Path(__file__).parent / "data"
 DIFF = DATA / "engine_diff.py"
 
 
-def _diff(*args: str, timeout: int = 900) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _diff(*args: str, timeout: int = 900, **settings: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **settings}
     env.pop("TDEBUG_EXECUTOR", None)
     proc = subprocess.run([sys.executable, str(DIFF), *args], capture_output=True, text=True, timeout=timeout,
                           cwd=ROOT, env=env)
@@ -102,6 +102,17 @@ def test_scenarios_identical_under_both_engines():
     assert runs["scenario_head_blocks_shared_reads"]["findings"] == []
     assert runs["scenario_head_blocks_read_race"]["findings"] == ["race"]
     assert runs["scenario_head_blocks_uneven_race"]["findings"] == ["race"]  # runs of unequal length overlap
+
+
+def test_scenarios_identical_with_dense_rows_everywhere():
+    """The dense-row paths for runs of programs (an early return's, a short last row) with no size threshold: the
+    scenarios' short accesses take them too, and both engines still agree."""
+    rows = {}
+    for dense in ("16384", "1"):
+        report = _diff("--scenarios", str(DATA / "engine_scenarios.py"), TDEBUG_DENSE_RUN_LANES=dense)
+        assert report["differences"] == [], (dense, report["differences"])
+        rows[dense] = sum(run["rows_accesses"] for run in report["scenarios"].values())
+    assert rows["1"] > rows["16384"], rows
 
 
 def test_predicated_loops_identical_under_both_engines():
