@@ -538,7 +538,7 @@ def _integer_scalars(frame) -> dict[str, object]:
             continue
         handle = getattr(value, "handle", None)
         data = getattr(handle, "data", None)
-        if not isinstance(data, np.ndarray) or not np.issubdtype(data.dtype, np.integer):
+        if not isinstance(data, np.ndarray) or data.dtype.kind not in "iu":  # (np.issubdtype(, np.integer))
             continue
         kind = getattr(value, "type", None)
         if not callable(getattr(kind, "is_block", None)) or kind.is_block() or kind.is_ptr():
