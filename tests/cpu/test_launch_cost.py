@@ -1,5 +1,6 @@
 """A launch's fixed cost cut without changing what it does: Triton's copy of the host copies home is skipped only
-where every copy it would make is of a storage onto itself."""
+where every copy it would make is of a storage onto itself; a launch's arguments bound as inspect.getcallargs binds
+them; plain CPU tensors are their own host copies, anything else gets Triton's."""
 
 from __future__ import annotations
 
@@ -52,6 +53,44 @@ def test_copy_home_same_as_triton_in_every_arrangement():
         if len(calls) == before:
             skipped.add(name)
     assert skipped == {"own", "alias, own last", "view"}
+
+
+def _kernel_like(x_ptr, y_ptr, n, BLOCK=128, FLAG=False):
+    pass
+
+
+def test_call_args_are_getcallargs_in_the_same_order():
+    import inspect
+
+    import pytest
+
+    calls = [((1, 2, 3), {}), ((1, 2), {"n": 3}), ((1, 2, 3, 64), {"FLAG": True}), ((), {"y_ptr": 2, "x_ptr": 1,
+             "n": 3, "FLAG": 1}), ((1, 2, 3, 4, 5), {}), ((1,), {"FLAG": 0, "n": 3, "y_ptr": 2})]
+    for args, kwargs in calls:
+        want = inspect.getcallargs(_kernel_like, *args, **kwargs)
+        got = grid_loop._call_args(_kernel_like, args, kwargs)
+        assert got == want and list(got) == list(want), (args, kwargs)
+    for args, kwargs in [((1, 2), {}), ((1, 2, 3, 4, 5, 6), {}), ((1, 2, 3), {"x_ptr": 1}), ((1, 2, 3), {"z": 1})]:
+        with pytest.raises(TypeError) as triton_error:
+            inspect.getcallargs(_kernel_like, *args, **kwargs)
+        with pytest.raises(TypeError) as ours:
+            grid_loop._call_args(_kernel_like, args, kwargs)
+        assert str(ours.value) == str(triton_error.value)
+
+
+def test_plain_cpu_tensors_are_their_own_host_copies():
+    x, y = torch.arange(4.0), torch.empty(4)
+    args, kwargs = grid_loop._cpu_host_args(None, (x, y, 4), {"scale": 2.0, "out": y[1:]})
+    assert args[0] is x and args[1] is y and args[2] == 4 and kwargs["out"].data_ptr() == y[1:].data_ptr()
+    needs_grad = torch.ones(4, requires_grad=True)
+    for others in [(needs_grad,), ((x, y),), (torch.nn.Parameter(torch.ones(2)),)]:
+        assert grid_loop._cpu_host_args(None, (x, *others), {}) is None, others
+    assert grid_loop._cpu_host_args(None, (x,), {"t": (x,)}) is None
+    import triton
+    import triton.language as tl
+
+    reinterpreted = triton.reinterpret(x, tl.int32)  # a TensorWrapper: Triton unwraps and rewraps it
+    assert grid_loop._cpu_host_args(None, (reinterpreted,), {}) is None
 
 
 REPATCHED = r'''

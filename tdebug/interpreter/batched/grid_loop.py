@@ -366,6 +366,30 @@ def _argspec(fn) -> inspect.FullArgSpec:
     return found[1]
 
 
+def _call_args(fn, args: tuple | list, kwargs: dict) -> dict[str, Any]:
+    """inspect.getcallargs(fn, *args, **kwargs) for a kernel's plain parameters, from the argspec read once (a
+    launch called getcallargs, which reads the signature again: ~45 us); the same dict in the same order. Anything
+    else (a method, *args, **kwargs, keyword-only parameters, a call getcallargs refuses) goes to getcallargs."""
+    spec = _argspec(fn)
+    names = spec.args
+    if spec.varargs or spec.varkw or spec.kwonlyargs or inspect.ismethod(fn) or len(args) > len(names):
+        return inspect.getcallargs(fn, *args, **kwargs)
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key in bound or key not in names:  # a value twice, or no such parameter: getcallargs says so
+            return inspect.getcallargs(fn, *args, **kwargs)
+        bound[key] = value
+    if len(bound) < len(names):
+        defaults = spec.defaults or ()
+        first = len(names) - len(defaults)
+        if any(name not in bound for name in names[:first]):  # a required argument missing: the TypeError
+            return inspect.getcallargs(fn, *args, **kwargs)
+        for name, default in zip(names[first:], defaults):
+            if name not in bound:
+                bound[name] = default
+    return bound
+
+
 def _call(original):
     def inner(self, *args_dev, **kwargs):
         """GridExecutor.__call__ with the grid loop run by the batched engine where it can; the serial engine
@@ -435,7 +459,7 @@ def _host_args(original):
                     return copies
             for hook in LISTENING.before_host_args:
                 hook(launch)
-        args_hst, kwargs_hst = original(*args, **kwargs)
+        args_hst, kwargs_hst = _cpu_host_args(*args, **kwargs) or original(*args, **kwargs)
         if launch is not None and LISTENING.on_host_args:
             for hook in LISTENING.on_host_args:
                 copies = hook(launch, args_hst, kwargs_hst)
@@ -444,6 +468,24 @@ def _host_args(original):
         return args_hst, kwargs_hst
 
     return _init_args_hst
+
+
+def _cpu_host_args(executor, args_dev, kwargs: dict) -> tuple[list, dict] | None:
+    """Triton's host copies of a launch's arguments where every tensor among them is a plain CPU tensor: the tensors
+    themselves. Triton's copy of one is a new tensor over the same storage, offset, sizes and strides (new_empty,
+    then set_: two ops through torch's dispatcher and tdebug's TorchWrites, ~60 us a launch of three tensors), so
+    the kernel sees the same memory either way. None (Triton makes its copies): a tuple, a tensor descriptor, a
+    tensor on another device, of a subclass or a wrapper (triton.reinterpret), or one that requires grad."""
+    import torch
+    from triton.runtime import interpreter
+
+    for arg in (*args_dev, *kwargs.values()):
+        if hasattr(arg, "data_ptr"):
+            if type(arg) is not torch.Tensor or arg.device.type != "cpu" or arg.requires_grad:
+                return None
+        elif isinstance(arg, (tuple, interpreter.TensorDescriptor)):
+            return None
+    return list(args_dev), dict(kwargs)
 
 
 def _copies_home(args_dev, args_hst, kwargs: dict, kwargs_hst: dict) -> dict[int, tuple]:
@@ -506,7 +548,7 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
     program_axis.install()
     patch_scope = interpreter._patch_lang(self.fn)
     try:
-        args = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
+        args = _call_args(self.fn, args_hst, kwargs_hst)
         args = {name: arg if name in self.constexprs else interpreter._implicit_cvt(arg)
                 for name, arg in args.items()}
         grid = self.grid(args) if callable(self.grid) else self.grid
