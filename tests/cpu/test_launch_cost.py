@@ -1,6 +1,6 @@
 """A launch's fixed cost cut without changing what it does: Triton's copy of the host copies home is skipped only
 where every copy it would make is of a storage onto itself; a launch's arguments bound as inspect.getcallargs binds
-them; plain CPU tensors are their own host copies, anything else gets Triton's."""
+them; plain CPU tensors are their own host copies, anything else gets Triton's; torch.empty poisoned by numpy."""
 
 from __future__ import annotations
 
@@ -191,3 +191,23 @@ def test_alias_rebound_between_launches_is_patched_anew(tmp_path):
                               timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"outs": [True] * 3, "restored": True}, executor
+
+
+def test_poison_through_numpy_sets_the_bits_fill_sets():
+    """poison_ of a contiguous CPU tensor writes its bytes with numpy (no torch op); the bits are fill_'s, for
+    every dtype with a pattern, views at an offset included; a dtype without one is left alone."""
+    from tdebug.catalogue import poison
+
+    dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int16,
+              torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64, torch.bool]
+    for dtype in dtypes:
+        base = torch.zeros(37, dtype=dtype)
+        view = base[3:29]
+        poison.poison_(view)  # the numpy path
+        want = torch.zeros(37, dtype=dtype)
+        bits = poison._bits_view(want[3:29])
+        if bits is not None:
+            bits[0].fill_(bits[1])
+        assert torch.equal(base.view(torch.uint8), want.view(torch.uint8)), dtype
+        if bits is not None:
+            assert poison.poison_mask(base[3:29]).all() and not poison.poison_mask(base[:3]).any(), dtype
