@@ -119,7 +119,7 @@ class DenseRows:
         length (one program too): the programs a predicated `if` left after an early return (Liger's cross entropy:
         the rows whose target is ignore_index gone), one storage, no element in two runs; else None."""
         count = self._programs.size
-        if not _row_shaped(kind, ptrs, count, 2):
+        if ptrs.size < _RUN_LANES or not _row_shaped(kind, ptrs, count, 2):  # (the test below, for one run)
             return None
         every = ptrs.reshape(count, -1)
         steps = np.diff(every[:, 0].view(np.int64))
