@@ -159,10 +159,15 @@ LARGEST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def largest() -> int:
-    """The running kernel's largest block (elements per program) seen so far: 0 outside a launch or before its
-    first memory op."""
+    """The running kernel's largest block (elements per program) seen so far; before its first memory op, the
+    largest any kernel of the process touched, as a first guess (0 outside a launch, or before any memory op).
+    Without the guess a loop's first iteration ran as written (blocks of unknown size) and the rest as lanes:
+    Liger's rms_norm backward, launched after its forward, took 0.35 -> 0.73 s that way (median of 10)."""
     launch = current_launch()
-    return 0 if launch is None else LARGEST.get(launch.kernel, 0)
+    if launch is None:
+        return 0
+    own = LARGEST.get(launch.kernel)
+    return own if own is not None else max(LARGEST.values(), default=0)
 
 
 def _note_block(size: int) -> None:
