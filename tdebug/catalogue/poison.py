@@ -72,12 +72,19 @@ def poison_(t: torch.Tensor) -> torch.Tensor:
 
 def _poison_memory(t: torch.Tensor) -> None:
     """poison_ of a contiguous CPU tensor, its elements' bytes written by numpy: the same bits as fill_."""
-    found = _pattern(t.dtype)
+    found = _numpy_pattern(t.dtype)
+    if found is not None:
+        np_dtype, pattern = found
+        storage_bytes(t.data_ptr(), t.numel() * t.element_size()).view(np_dtype)[...] = pattern
+
+
+def _numpy_pattern(dtype: torch.dtype) -> tuple[np.dtype, int] | None:
+    """_pattern(dtype) as the numpy integer dtype to read its memory as, and the pattern (None: no poison)."""
+    found = _pattern(dtype)
     if found is None:
-        return
+        return None
     int_dtype, pattern = found
-    np_dtype = np.dtype(_NUMPY_INT[int_dtype])
-    storage_bytes(t.data_ptr(), t.numel() * t.element_size()).view(np_dtype)[...] = pattern
+    return np.dtype(_NUMPY_INT[int_dtype]), pattern
 
 
 def poison_mask(t: torch.Tensor) -> torch.Tensor:
@@ -107,11 +114,10 @@ def storage_poison_mask(t: torch.Tensor) -> np.ndarray:
     storage, dtype = t.untyped_storage(), t.dtype
     if t.device.type != "cpu":
         return poison_mask(torch.empty(0, dtype=dtype, device=t.device).set_(storage)).cpu().numpy()
-    found = _pattern(dtype)
+    found = _numpy_pattern(dtype)
     if found is None:
         return np.zeros(storage.nbytes() // dtype.itemsize, dtype=bool)
-    int_dtype, pattern = found
-    np_dtype = np.dtype(_NUMPY_INT[int_dtype])
+    np_dtype, pattern = found
     count = storage.nbytes() // np_dtype.itemsize
     return storage_bytes(storage.data_ptr(), count * np_dtype.itemsize).view(np_dtype) == pattern
 
