@@ -7,8 +7,13 @@ swapped in a different one); the release is the next atomic by the same program 
 Each program carries a vector clock: the release publishes the program's clock on the lock, an acquire
 joins the lock's clock into the program's, and an access stamped (program p, p's clock t) is ordered
 before the current program when t <= its clock of p. Other atomics (counters, flags) order nothing, so
-a missing lock, or one lock per program, still races. The interpreter runs programs one after another,
-so the current program's clock is the only one alive; finished programs live on in the locks' clocks.
+a missing lock, or one lock per program, still races. The serial engine runs programs one after another,
+so the current program's clock is the only one alive; finished programs live on in the locks' clocks. The
+batched engine runs a batch's memory ops one program at a time once its programs took their locks (each its
+own: interpreter/batched/atomic_order.py): the clocks of the batch's other programs wait beside the current
+one (enter), and a batch undone takes its locks and stamps back (checkpoint / rollback). Before that, the
+lanes of the batch's programs (none holding a lock) are stamped at their first clock value and ordered after
+nothing.
 
 Flags (decoupled look-back: a program stores its partial result, then a flag word, with plain or `.cg` stores;
 later programs spin on `tl.load(flag, volatile=True)` until it is set, then read the result): in a launch whose
@@ -26,6 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..interpreter.batched import program_axis
 from ..interpreter.frames import KernelError
 from ..interpreter.hooks import memory_events
 
@@ -60,21 +66,59 @@ class LockOrder:
         self.history: dict[int, list[tuple[int, np.ndarray]]] = {}  # program -> (its epoch, its clock) at acquires
         self.polled: tuple[bytes, bytes] | None = None  # the last volatile load's addresses and values
         self.polls = 0  # volatile loads in a row of the same words with the same values, nothing stored
+        # The batched engine runs a batch's memory ops one program at a time, op by op: the batch's other
+        # programs' clocks wait here (program -> clock, spins) while one runs. `batch`: the batch they are of.
+        self.batch: int | None = None
+        self.waiting: dict[int, tuple[np.ndarray, int]] = {}
+        self.undo: list | None = None  # while a batch runs: the stamps it overwrote (checkpoint / rollback)
 
     def use_flags(self) -> None:
         """This launch's kernel loads with volatile=True: order from the start (every program's first epoch)."""
         self.flags = self.active = True
 
     # -- programs and locks ------------------------------------------------------------------------
-    def enter(self, pid: int, programs: int) -> None:
-        """The program the interpreter is running now (of `programs`); a new one starts with a fresh clock."""
-        if pid != self.pid:
-            self.pid, self.programs = pid, programs
-            self.spins = 0
-            self.polled, self.polls = None, 0
-            if self.active:
-                self.clock = np.zeros(self.programs, dtype=np.int32)
-                self.clock[pid] = 1
+    def enter(self, pid: int, programs: int, batch: int | None = None) -> None:
+        """The program the interpreter is running now (of `programs`); a new one starts with a fresh clock. In a
+        batch of the batched engine (`batch`: its number) a program of it seen before picks up its own again."""
+        if batch != self.batch:  # another batch, or the serial engine: the programs waiting have ended
+            self.batch, self.waiting = batch, {}
+        if pid == self.pid:
+            return
+        if batch is not None and self.pid >= 0:
+            self.waiting[self.pid] = (self.clock, self.spins)
+        self.pid, self.programs = pid, programs
+        self.polled, self.polls = None, 0
+        self.clock, self.spins = self.waiting.pop(pid, (np.zeros(0, dtype=np.int32), 0))
+        self._fresh_clock()
+
+    def lanes_of(self, batch: int) -> None:
+        """The lanes of every program of batch `batch` are about to be checked at once: the programs waiting (and
+        the one running) are of that batch, or none is."""
+        if batch != self.batch:
+            self.batch, self.waiting = batch, {}
+            self.pid, self.clock, self.spins = -1, np.zeros(0, dtype=np.int32), 0
+
+    def _fresh_clock(self) -> None:
+        """Once a lock was taken, a program without a clock of its own starts its first epoch."""
+        if self.active and self.clock.size != self.programs:
+            self.clock = np.zeros(self.programs, dtype=np.int32)
+            self.clock[self.pid] = 1
+
+    # -- undoing a batch (the batched engine runs a batch again, split, or on the serial engine) ------------------
+    def checkpoint(self) -> tuple:
+        self.undo = []
+        return dict(self.lock_clocks), dict(self.held), self.active
+
+    def rollback(self, token: tuple) -> None:
+        for stamps, elems, old in reversed(self.undo or []):
+            stamps[elems] = old
+        self.lock_clocks, self.held, self.active = token
+        self.undo = None
+        self.pid, self.batch, self.waiting = -1, None, {}
+        self.clock, self.spins = np.zeros(0, dtype=np.int32), 0
+
+    def commit(self) -> None:
+        self.undo = None
 
     def after_cas(self, addrs: np.ndarray, cmp: np.ndarray, val: np.ndarray, old: np.ndarray) -> None:
         """An atomic_cas ran: lanes that found `cmp` and stored another value took a lock."""
@@ -102,10 +146,8 @@ class LockOrder:
                 self.release(int(addr))
 
     def acquire(self, addr: int) -> None:
-        if not self.active:
-            self.active = True
-            self.clock = np.zeros(self.programs, dtype=np.int32)
-            self.clock[self.pid] = 1
+        self.active = True
+        self._fresh_clock()
         self.spins = 0
         self.held[addr] = self.pid
         published = self.lock_clocks.get(addr)
@@ -179,19 +221,58 @@ class LockOrder:
     def now(self) -> int:
         return int(self.clock[self.pid]) if self.active else 1
 
-    def stamp(self, shadow, role: str, elems: np.ndarray) -> None:
-        """Record the current program's clock on elements it accessed as `role` (writer, reader, atomic)."""
+    def stamp(self, shadow, role: str, elems: np.ndarray, lane_pids: np.ndarray | None = None) -> None:
+        """Record the current program's clock on elements it accessed as `role` (writer, reader, atomic); with
+        lane_pids (the lanes of a batch: a program per lane, in program order), each lane's program's own; on an
+        element of several lanes, the last one's."""
         if self.active:
-            self._stamps(shadow, role)[elems] = self.now()
+            stamps = self._stamps(shadow, role)
+            if self.undo is not None:
+                self.undo.append((stamps, elems, stamps[elems]))
+            if lane_pids is None:
+                stamps[elems] = self.now()
+                return
+            now = np.ones(lane_pids.size, dtype=np.int32)  # a program that took no lock: its first epoch
+            for p, run, clock in self._lane_runs(lane_pids):
+                now[run] = clock[p]
+            stamps[elems] = now
 
-    def ordered(self, shadow, role: str, elems: np.ndarray, pids: np.ndarray) -> np.ndarray:
-        """Per element: was the last `role` access (by program pids[i]) ordered before the current program?"""
+    def ordered(self, shadow, role: str, elems: np.ndarray, pids: np.ndarray,
+                lane_pids: np.ndarray | None = None) -> np.ndarray:
+        """Per element: was the last `role` access (by program pids[i]) ordered before the current program (with
+        lane_pids: before each lane's program)?"""
         if not self.active:
             return np.zeros(elems.shape, dtype=bool)
         known = pids >= 0
         seen = np.zeros(elems.shape, dtype=np.int32)
-        seen[known] = self.clock[pids[known]]
+        if lane_pids is None:
+            seen[known] = self.clock[pids[known]]
+        else:  # a program that took no lock knows no other program's clock (0): ordered after nothing
+            for _, run, clock in self._lane_runs(lane_pids):
+                mine = pids[run]
+                seen[run] = np.where(mine >= 0, clock[np.maximum(mine, 0)], 0)
         return known & (self._stamps(shadow, role)[elems] <= seen)
+
+    def _lane_runs(self, lane_pids: np.ndarray):
+        """(program, its lanes as a slice or an index, its clock) for each program of a batch's lanes that holds a
+        clock of its own (it took a lock: the one running, or one waiting); lane_pids in program order."""
+        clocks = dict(self.waiting)
+        if self.pid >= 0:
+            clocks[self.pid] = (self.clock, self.spins)
+        clocks = {p: c for p, (c, _) in clocks.items() if c.size == self.programs and self.programs}
+        if not clocks:
+            return
+        flat = lane_pids.reshape(-1)
+        if flat.size and bool((flat[1:] >= flat[:-1]).all()):  # runs, in program order
+            starts = np.concatenate(([0], np.flatnonzero(flat[1:] != flat[:-1]) + 1, [flat.size])).tolist()
+            for a, b in zip(starts, starts[1:]):
+                p = int(flat[a])
+                if p in clocks:
+                    yield p, slice(a, b), clocks[p]
+            return
+        for p in np.unique(flat).tolist():
+            if p in clocks:
+                yield p, np.flatnonzero(flat == p), clocks[p]
 
     def _stamps(self, shadow, role: str) -> np.ndarray:
         key = (id(shadow), role)
@@ -219,12 +300,40 @@ class _LockListener:
                 addrs = np.asarray(arguments["ptrs"].data)
                 locks.polled_again(addrs, np.asarray(result.data), lambda: checker.describe(addrs))
             return
+        batch = program_axis.lane_programs()
         if access.op == "create_atomic_cas":
-            locks.after_cas(np.asarray(arguments["ptr"].data), np.asarray(arguments["cmp"].data),
-                            np.asarray(arguments["val"].data), np.asarray(result.data))
+            operands = [np.asarray(arguments[k].data) for k in ("ptr", "cmp", "val")] + [np.asarray(result.data)]
+            if batch is None:
+                locks.after_cas(*operands)
+                return
+            for program, programs, lanes in _programs_of_lanes(batch, operands):
+                locks.enter(program, programs, batch.serial)
+                locks.after_cas(*lanes)
         elif locks.held:
-            mask = arguments.get("mask")
-            locks.after_atomic(np.asarray(arguments["ptr"].data), None if mask is None else np.asarray(mask.data))
+            ptr, mask = np.asarray(arguments["ptr"].data), arguments.get("mask")
+            mask = None if mask is None else np.asarray(mask.data)
+            if batch is None:
+                locks.after_atomic(ptr, mask)
+                return
+            held = set(locks.held.values())
+            for program, programs, lanes in _programs_of_lanes(batch, [ptr] + ([] if mask is None else [mask])):
+                if program in held:  # (the others hold no lock to release)
+                    locks.enter(program, programs, batch.serial)
+                    locks.after_atomic(lanes[0], None if mask is None else lanes[1])
+
+
+def _programs_of_lanes(batch, operands: list[np.ndarray]):
+    """(linear program id, the launch's programs, its rows of each operand) per program of a batch's memory op, in
+    program order (the operands broadcast to the batch's shape: a row per program)."""
+    from triton.runtime.interpreter import interpreter_builder
+
+    gx, gy, gz = interpreter_builder.grid_dim
+    shape = np.broadcast_shapes((batch.size,), *(np.shape(o)[:1] for o in operands))
+    full = [np.broadcast_to(o, shape + np.shape(o)[1:]) if np.ndim(o) else np.broadcast_to(o, shape)
+            for o in operands]
+    linear = batch.pids[0] + gx * (batch.pids[1] + gy * batch.pids[2])
+    for i in range(batch.size):
+        yield int(linear[i]), gx * gy * gz, [o[i] for o in full]
 
 
 def install(current: Callable) -> None:

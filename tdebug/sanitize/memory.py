@@ -321,7 +321,10 @@ class LaunchChecker(DenseRows, Readers):
                     self._report("race", "load of tensor '{}' elements that another program stores to in the "
                                  "same launch (read/write race)", s, elems, other, linear_pid, pid, where)
                 if lanes:  # kept aside until a store reaches the storage (Readers._settle writes them in order)
-                    if not self._defer(s, elems, linear_pid):
+                    if self.order is not None and self.order.active:  # (locks order reads: written now)
+                        self._settle(s)
+                        self._readers_ordered(s, elems, linear_pid)
+                    elif not self._defer(s, elems, linear_pid):
                         self._settle(s)
                         self._readers(s, elems, linear_pid)
                     return
@@ -337,7 +340,7 @@ class LaunchChecker(DenseRows, Readers):
                     self._write(s, "reader", mine, linear_pid, before[~concurrent])
                     if concurrent.any():
                         self._mark_several(s, elems[concurrent])
-                self._stamp(s, "reader", mine)
+                self._stamp(s, "reader", mine, linear_pid)
             return
         # store or atomic
         if self.undo is not None and not s.stored:
@@ -379,7 +382,7 @@ class LaunchChecker(DenseRows, Readers):
                 self._report("race", "atomic on tensor '{}' elements that another program writes with a plain "
                              "store in the same launch", s, elems, mixed, linear_pid, pid, where)
             self._write(s, table, elems, linear_pid, before)  # lanes in program order: the last program's stays
-            self._stamp(s, role, elems)
+            self._stamp(s, role, elems, linear_pid)
         if s.maybe_cold and s.init is not None:  # (not made yet: the marks below record the write for it)
             self._write(s, "init", elems, True)
         if s.marks is not None:
@@ -424,7 +427,9 @@ class LaunchChecker(DenseRows, Readers):
         """Start recording what this launch's checks change, to roll back to here."""
         self.undo = []
         self._made = set()
-        return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows), self._pending_lanes)
+        order = None if self.order is None else self.order.checkpoint()
+        return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows), self._pending_lanes,
+                order)
 
     def rollback(self, token: tuple) -> None:
         for target, what, old in reversed(self.undo or []):
@@ -432,11 +437,15 @@ class LaunchChecker(DenseRows, Readers):
                 setattr(target, what, False if what == "stored" else old)
             else:
                 target[what] = old
-        self.issues, self.shadows, self._pending_lanes = token
+        self.issues, self.shadows, self._pending_lanes, order = token
+        if self.order is not None:
+            self.order.rollback(order)
         self.undo = None
 
     def commit(self, token: tuple) -> None:
         self.undo = None
+        if self.order is not None:
+            self.order.commit()
 
     # -- order through locks (locks.py): an access ordered before this program's is no race -------------
     def _unordered(self, s: Shadow, role: str, elems: np.ndarray, pids: np.ndarray, linear_pid: int) -> np.ndarray:
@@ -445,12 +454,13 @@ class LaunchChecker(DenseRows, Readers):
             return np.zeros(pids.size, dtype=bool)
         other = (pids >= 0) & (pids != linear_pid)
         if self.order is not None and self.order.active and other.any():
-            other &= ~self.order.ordered(s, role, elems, pids)
+            lanes = linear_pid if isinstance(linear_pid, np.ndarray) else None  # a program per lane (batched)
+            other &= ~self.order.ordered(s, role, elems, pids, lanes)
         return other
 
-    def _stamp(self, s: Shadow, role: str, elems: np.ndarray) -> None:
+    def _stamp(self, s: Shadow, role: str, elems: np.ndarray, linear_pid: int | np.ndarray) -> None:
         if self.order is not None:
-            self.order.stamp(s, role, elems)
+            self.order.stamp(s, role, elems, linear_pid if isinstance(linear_pid, np.ndarray) else None)
 
     def describe(self, addrs: np.ndarray) -> str:
         """'name'[index] of the first of these byte addresses that lies in a tensor argument (for messages)."""

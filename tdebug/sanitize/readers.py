@@ -49,6 +49,32 @@ class Readers:
         if several is not None and several.any():
             self._mark_several(s, elems[several])
 
+    def _readers_ordered(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> None:
+        """Reader shadow after the loads of many programs while spin locks order accesses (locks.LockOrder), as the
+        serial engine leaves it after running them in program order: an element's reader is replaced by the first
+        program its reader so far is ordered before (or is), which stamps it; it is read by several when another
+        program of the access reads it too, or no program of the access comes after its reader. (The programs of
+        one batch hold distinct locks: none of them is ordered before another.)"""
+        before = s.reader[elems] if s.reader is not None else np.full(elems.size, -1, dtype=self.pid_dtype)
+        ok = (before < 0) | (before == lane_pids) | self.order.ordered(s, "reader", elems, before, lane_pids)
+        first, last = s.programs_per_element(elems, lane_pids)
+        if first is lane_pids:  # no element twice
+            chosen = np.flatnonzero(ok)
+            several = ~ok
+        else:
+            taken = np.flatnonzero(ok)
+            _, at = np.unique(elems[taken], return_index=True)  # lanes in program order: the first one ordered
+            chosen = taken[at]
+            replaced = np.zeros(s.elements, dtype=bool)
+            replaced[elems[chosen]] = True
+            several = (first != last) | ~replaced[elems]
+        if chosen.size:
+            self._write(s, "reader", elems[chosen], lane_pids[chosen],
+                        None if s.reader is None else before[chosen])
+            self.order.stamp(s, "reader", elems[chosen], lane_pids[chosen])
+        if several.any():
+            self._mark_several(s, elems[several])
+
     def _defer(self, s: Shadow, elems: np.ndarray, lane_pids: np.ndarray) -> bool:
         """Keep a batched load's reads aside instead of writing them into the reader table now: the table serves
         only a later store to the same storage in this launch (a read/write race), and most loads are of inputs

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.batched import batch_memory, grid_loop, prescan, program_axis
+from ..interpreter.batched.launch import current_batch
 from ..interpreter.frames import user_frame
 from ..interpreter.hooks import memory_events, provenance
 from ..interpreter.semantics.block_pointers import unchecked_dims
@@ -114,6 +115,8 @@ class SanitizerSession:
             return
         if access.op == "create_atomic_cas":
             if not safe.all():  # atomic_cas has no mask: skip the whole op rather than touch memory we do not own
+                if program_axis.lane_programs() is not None:  # (for every program of a batch: one at a time)
+                    raise program_axis.Unported("an atomic_cas out of bounds")
                 cmp = access.call.arguments["cmp"]
                 access.refuse(TensorHandle(np.zeros_like(cmp.data), cmp.dtype.scalar))
             return
@@ -243,11 +246,15 @@ class SanitizerSession:
 
             def pid_of(n: int) -> tuple[int, int, int]:
                 return n % gx, (n // gx) % gy, n // (gx * gy)
+
+            if checker.order is not None:
+                checker.order.lanes_of(batch.serial)
         else:
             pid = tuple(interpreter_builder.grid_idx)
             linear = pid[0] + gx * (pid[1] + gy * pid[2])
-            if checker.order is not None:
-                checker.order.enter(linear, gx * gy * gz)
+            if checker.order is not None:  # (in a batch: an op run one program at a time, for viz's traces)
+                running = current_batch()
+                checker.order.enter(linear, gx * gy * gz, None if running is None else running.serial)
         frame = user_frame()
         where = (frame.f_code.co_filename, frame.f_lineno) if frame else ("", 0)
         mask_data = None if (mask is None or unmasked) else np.asarray(mask.data)
