@@ -34,8 +34,17 @@ def test_scenarios_identical_under_both_engines():
                  "grid3d", "nan_origin", "out_of_bounds", "uninitialised", "bf16", "bf16_reductions",
                  "retyped_pointers", "atomic_tickets", "rows_in_place"):
         assert runs[f"scenario_{name}"]["batched_launches"] >= 1, name
-    # ... the serial engine for a spin lock (and the rest of a launch after a race between programs).
+    # Spin locks batched: a batch whose programs meet on a lock splits into runs of programs that hold distinct
+    # locks; one lock for all (every run one program), a lock found taken, and the rest of a launch after a race
+    # between programs, on the serial engine.
+    for name in ("group_locks", "group_locks_uneven"):
+        assert runs[f"scenario_{name}"]["batched_launches"] == 1 and runs[f"scenario_{name}"]["splits"] >= 1, name
+    assert runs["scenario_group_locks"]["findings"] == [] and runs["scenario_ticket_then_lock"]["findings"] == []
     assert runs["scenario_spin_lock"]["batched_launches"] == 0
+    assert runs["scenario_ticket_then_lock"]["batched_launches"] == 0
+    assert "LockNeverReleased" in runs["scenario_group_lock_never_released"]["error"]
+    assert runs["scenario_group_lock_never_released"]["batched_launches"] == 0
+    assert set(runs["scenario_group_lock_race"]["findings"]) == {"race"}
     assert runs["scenario_races"]["batched_launches"] == 0
     # (shared_row: the last program's store races with the others' reads in the one batch its `if` no longer splits)
     assert runs["scenario_shared_row"]["batched_launches"] == 0 and runs["scenario_shared_row"]["findings"]

@@ -8,9 +8,9 @@ batch: what the batch had done is undone first (the memory of the launch's tenso
 batch_memory.MemoryUndo: the old values of the elements its stores wrote, or a copy of every storage taken before
 its first store or atomic that Triton runs itself; and every listener that registered here - the sanitizer,
 the store records, the nan check - goes back to its checkpoint), so no side effect happens twice. A part of
-one program runs on the serial engine. A launch the batched engine cannot run (a spin lock, device_print, a
-breakpoint, block pointers: program_axis.Unported, or prescan.py says so before it starts) runs on the
-serial engine, from a clean state.
+one program runs on the serial engine. A launch the batched engine cannot run (a spin lock found taken,
+device_print, a breakpoint, block pointers: program_axis.Unported, or prescan.py says so before it starts) runs
+on the serial engine, from a clean state.
 
 Which engine: TDEBUG_EXECUTOR = auto (default: batched where it can), batched, or serial (the reference).
 """
@@ -29,6 +29,7 @@ import numpy as np
 from ... import settings
 from ..versions import LAYERS, forget_fault, layers_of, patcher
 from . import prescan, program_axis
+from .atomic_order import AtomicConflict
 from .batch_memory import MemoryUndo
 from .launch import Launch, current_launch, enter, leave, storages
 from .program_axis import Batch, Divergent, LanesRefused, Unported
@@ -206,6 +207,7 @@ class BatchedLaunch:
         self.fn, self.launch = fn, launch
         self.args, self.grid, self.storages = launch.args, launch.grid, launch.storages
         self.batch_size = FIRST_BATCH
+        self.batch_cap = MAX_BATCH  # programs in one batch at most (less after atomics met: atomic_order.py)
         self.serial_from: str | None = None  # why the rest of the launch runs serially
         # A part of one program runs as a batch of one where the kernel has loops whose iterations may run as lanes
         # of a batch (loop_lanes.py), on the serial engine otherwise
@@ -266,6 +268,8 @@ class BatchedLaunch:
                 else:
                     STATS.splits += 1
                     todo = _split(part, signal.values) + todo
+                    if isinstance(signal, AtomicConflict):  # batches as large as a lock's groups from here
+                        self.batch_cap = min(self.batch_cap, todo[0].shape[1])
                 continue
             except Exception as error:
                 launch.batch = None
@@ -308,7 +312,8 @@ class BatchedLaunch:
             for listener, token in zip(LISTENERS, tokens):
                 listener.commit(token)
             batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
-            self.batch_size = int(max(2, min(MAX_BATCH, BATCH_ELEMENTS // max(1, program_axis.largest()))))
+            self.batch_size = int(max(2, min(MAX_BATCH, self.batch_cap,
+                                             BATCH_ELEMENTS // max(1, program_axis.largest()))))
 
 
 def _refuse_lanes(key: tuple) -> None:

@@ -1,11 +1,11 @@
 """Before a launch: does the kernel, or a @jit function it calls, use something only the serial engine runs?
 
-Read from the code objects' names (no source needed): spin locks (atomic_cas, atomic_xchg), printing
-(device_print; static_print and print run once per program under the interpreter), breakpoints, block
-pointers and tensor descriptors, inline asm, volatile loads (a flag one program publishes and later ones
-spin on: decoupled look-back; read from the keyword names a call passes, as the pseudo-name `volatile=`). The
-batched engine would meet most of these at run time too (program_axis.Unported) and hand the rest of the launch
-to the serial engine; seeing them first saves the batch it would undo.
+Read from the code objects' names (no source needed): printing (device_print; static_print and print run once
+per program under the interpreter), breakpoints, block pointers and tensor descriptors, inline asm, volatile
+loads (a flag one program publishes and later ones spin on: decoupled look-back; read from the keyword names a
+call passes, as the pseudo-name `volatile=`). The batched engine would meet most of these at run time too
+(program_axis.Unported) and hand the rest of the launch to the serial engine; seeing them first saves the batch it
+would undo. Spin locks (atomic_cas) run batched: atomic_order.py says when.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 import types
 
 SERIAL_NAMES = {
-    "atomic_cas": "a spin lock (atomic_cas)",
-    "atomic_xchg": "atomic_xchg (a lock's release)",
     "device_print": "device_print",
     "static_print": "static_print",
     "print": "print",

@@ -76,7 +76,10 @@ class Batch:
     pids: np.ndarray
     index: int | None = None  # the program a memory op is being run for (None: batched ops)
     effects: int = 0  # stores and atomics run so far
-    atomics: int = 0  # atomic ops run so far (a second one would interleave programs unlike the serial order)
+    atomics: int = 0  # atomic ops run so far
+    # (kind, keys) per atomic op run so far: the addresses each program touched (atomic_order.py; on the batch
+    # grid_loop runs, its compacted parts' too)
+    atomic_log: list = field(default_factory=list)
     memory: Any = None  # batch_memory.MemoryUndo: what the batch's stores overwrote
     serial: int = field(default_factory=lambda: next(_BATCH_NUMBERS))  # unique in the process (a key for listeners)
     # Predicated loops (predicated_loops.py): per loop now iterating, which programs are still in it; the
@@ -177,9 +180,10 @@ def _note_block(size: int) -> None:
 
 
 WHOLE = -1  # Batch.index while a memory op runs once for every program of the batch, a program per lane
-# An atomic too: a batch runs at most one atomic op per program (a second one: Unported), and Triton applies an
-# op's lanes in order, so the batch's lanes, program by program, apply in the serial engine's order.
-WHOLE_BATCH_OPS = ("create_load", "create_store", "create_masked_load", "create_masked_store", "create_atomic_rmw")
+# Atomics too: Triton applies an op's lanes in order, so the batch's lanes, program by program, apply in the
+# serial engine's order (atomic_order.py: when a batch may run an atomic_cas, or more than one atomic per program).
+WHOLE_BATCH_OPS = ("create_load", "create_store", "create_masked_load", "create_masked_store", "create_atomic_rmw",
+                   "create_atomic_cas")
 PER_LANE = True  # False while a listener is installed that sees one program at a time (tdebug viz's traces)
 
 
@@ -338,6 +342,7 @@ def _elementwise(original):
 
 def _per_program(name: str, effect: bool):
     """Run the op (and every tdebug wrapper below) once per program of the batch, in program order."""
+    from . import atomic_order  # (it builds on this module's signals)
 
     def make(original):
         def op(*args, **kwargs):
@@ -347,12 +352,8 @@ def _per_program(name: str, effect: bool):
             if batch.lanes is not None:
                 # refuses an atomic; notes a load's or store's addresses
                 batch.lanes.memory_op(name, bind(original, args, kwargs).arguments)
-            if name == "create_atomic_rmw":
-                if batch.atomics:
-                    root = batch.root or batch
-                    if root.branching:  # one in each branch of an `if`: the programs that agree on it together
-                        raise Divergent(root.trip_counts.copy())
-                    raise Unported("a second atomic op in one program")
+            if name in ATOMICS:
+                atomic_order.admit(batch, name, original, args, kwargs)  # may split the batch, or give it up
                 batch.atomics += 1
             if name == "create_assert":  # every lane of every program holds: nothing to say for any program
                 condition = args[0] if args else kwargs.get("condition")
@@ -364,10 +365,14 @@ def _per_program(name: str, effect: bool):
                 if getattr(a, MARK, False):
                     _note_block(a.data[0].size)
             if name in WHOLE_BATCH_OPS and PER_LANE:
-                views = name != "create_atomic_rmw"  # Triton's atomics take each operand lane by lane
+                views = name not in ATOMICS  # Triton's atomics take each operand lane by lane
                 if batch.active is not None:
-                    return _active_programs(batch, original, args, kwargs, views)
-                return _whole_batch(batch, original, args, kwargs, views)
+                    out = _active_programs(batch, original, args, kwargs, views)
+                else:
+                    out = _whole_batch(batch, original, args, kwargs, views)
+                if name == "create_atomic_cas":
+                    atomic_order.check_cas(batch, bind(original, args, kwargs).arguments["cmp"], out)
+                return out
             from triton.runtime.interpreter import interpreter_builder as builder
 
             saved = builder.grid_idx
@@ -385,6 +390,8 @@ def _per_program(name: str, effect: bool):
             finally:
                 batch.index = None
                 builder.grid_idx = saved
+            if name == "create_atomic_cas":
+                atomic_order.check_cas(batch, bind(original, args, kwargs).arguments["cmp"], outs)
             if active is not None:  # the values of programs out of their loop: any active program's
                 stand_in = next((o for o in outs if o is not None), None)
                 outs = [stand_in if o is None else o for o in outs]
@@ -723,10 +730,12 @@ def _lang_tensor(original):
 
 # -- installing ------------------------------------------------------------------------------------------------
 PER_PROGRAM = {"create_load": False, "create_store": True, "create_masked_load": False,
-               "create_masked_store": True, "create_atomic_rmw": True, "create_assert": False}
+               "create_masked_store": True, "create_atomic_rmw": True, "create_atomic_cas": True,
+               "create_assert": False}
+ATOMICS = ("create_atomic_rmw", "create_atomic_cas")
 SHAPE_OPS = ("create_splat", "create_unsplat", "create_broadcast", "create_expand_dims", "create_reshape",
              "create_trans", "create_cat", "create_gather", "create_join", "create_split", "create_histogram")
-UNPORTED = ("create_atomic_cas", "create_print", "create_make_block_ptr", "create_advance",
+UNPORTED = ("create_print", "create_make_block_ptr", "create_advance",
             "create_tensor_pointer_load", "create_tensor_pointer_store", "create_make_tensor_descriptor",
             "create_descriptor_load", "create_descriptor_store", "create_descriptor_gather",
             "create_descriptor_scatter", "create_inline_asm")

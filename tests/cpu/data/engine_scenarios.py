@@ -121,6 +121,82 @@ def scenario_spin_lock(seed: int):
 
 
 @triton.jit
+def group_lock_kernel(x_ptr, partial_ptr, lock_ptr, count_ptr, n, GROUP: tl.constexpr, BLOCK: tl.constexpr,
+                      RELEASE: tl.constexpr, LOCKED_STORE: tl.constexpr):
+    """A row per program added into its group's partial sum under the group's lock, the first visitor of a group
+    storing instead (the layer-norm tutorial's dW accumulation). RELEASE=False: the lock is never let go (the
+    group's next program spins forever); LOCKED_STORE=False: the partial is written after the release (a race)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(x_ptr + row * n + cols, mask=mask, other=0.0)
+    group = row % GROUP
+    partial = partial_ptr + group * n + cols
+    while tl.atomic_cas(lock_ptr + group, 0, 1) == 1:
+        pass
+    count = tl.load(count_ptr + group)
+    if count == 0:
+        tl.atomic_xchg(count_ptr + group, 1)
+    else:
+        x += tl.load(partial, mask=mask)
+    if LOCKED_STORE:
+        tl.store(partial, x, mask=mask)
+    if RELEASE:
+        tl.atomic_xchg(lock_ptr + group, 0)
+    if not LOCKED_STORE:
+        tl.store(partial, x, mask=mask)
+
+
+def _group_lock(seed: int, rows: int, group: int, release: bool = True, locked_store: bool = True):
+    n = 37
+    x = _rand(seed, rows, n)
+    partial = torch.empty(group, n)
+    locks, counts = torch.zeros(group, dtype=torch.int32), torch.zeros(group, dtype=torch.int32)
+    group_lock_kernel[(rows,)](x, partial, locks, counts, n, GROUP=group, BLOCK=64, RELEASE=release,
+                               LOCKED_STORE=locked_store)
+    return partial, locks, counts
+
+
+def scenario_group_locks(seed: int):
+    return _group_lock(seed, 100, 8)
+
+
+def scenario_group_locks_uneven(seed: int):
+    """More groups than a batch holds at first, a grid no multiple of them."""
+    return _group_lock(seed, 150, 70)
+
+
+def scenario_group_lock_never_released(seed: int):
+    return _group_lock(seed, 24, 4, release=False)
+
+
+def scenario_group_lock_race(seed: int):
+    return _group_lock(seed, 24, 4, locked_store=False)
+
+
+@triton.jit
+def ticket_then_lock_kernel(x_ptr, out_ptr, ticket_ptr, lock_ptr, BLOCK: tl.constexpr):
+    """A ticket every program takes from one counter, then a lock per pair of programs: the batch's atomics
+    meet on the counter."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    ticket = tl.atomic_add(ticket_ptr, 1)
+    while tl.atomic_cas(lock_ptr + pid // 2, 0, 1) == 1:
+        pass
+    v = tl.load(x_ptr + pid * BLOCK + offs) * (ticket + 1).to(tl.float32)
+    tl.store(out_ptr + (pid // 2) * BLOCK + offs, tl.load(out_ptr + (pid // 2) * BLOCK + offs) + v)
+    tl.atomic_xchg(lock_ptr + pid // 2, 0)
+
+
+def scenario_ticket_then_lock(seed: int):
+    x = _rand(seed, 10 * 16)
+    out = _rand(seed + 1, 5 * 16)
+    ticket, locks = torch.zeros(1, dtype=torch.int32), torch.zeros(5, dtype=torch.int32)
+    ticket_then_lock_kernel[(10,)](x, out, ticket, locks, BLOCK=16)
+    return out, ticket, locks
+
+
+@triton.jit
 def assert_kernel(x_ptr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     x = tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK))
