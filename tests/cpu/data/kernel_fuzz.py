@@ -173,6 +173,7 @@ class Writer:
         self.inputs: list[tuple[str, str, str]] = []  # (name, dtype, fill)
         self.outputs: list[tuple[str, str, str]] = []  # (name, dtype, size expression)
         self.accs: list[tuple[str, str]] = []  # atomic accumulators (name, dtype)
+        self.locks: list[tuple[str, str]] = []  # spin locks (lock words, the partial sums they guard)
         self.dots: list[tuple[str, str, str]] = []  # (a, b, out) tensors of 16x16 tiles per program
         self.features: Counter = Counter()
         self.count = 0
@@ -472,6 +473,27 @@ class Writer:
         else:
             self.emit(expr)
 
+    def stmt_lock(self) -> None:
+        """A spin lock per group of programs (pid % K; K = 1: one for all) around a read-modify-write of the
+        group's partial sums (Triton's layer-norm backward); now and then the store after the release (a race)."""
+        v = self.value(scalar=False)
+        if v is None:
+            return
+        k = self.pick(["1", "2", "4"])
+        after = self.pick(["locked", "locked", "locked", "after"])
+        lk, sh = f"lk{len(self.locks)}", f"sh{len(self.locks)}"
+        self.locks.append((lk, sh))
+        self.features[f"lock:{k}:{after}"] += 1
+        group = f"{sh}_ptr + (pid % {k}) * B + lane"
+        self.emit(f"while tl.atomic_cas({lk}_ptr + pid % {k}, 0, 1) == 1:")
+        self.emit("    pass")
+        self.emit(f"{sh}v = tl.load({group}) + {v.name}.to(tl.float32)")
+        if after == "locked":
+            self.emit(f"tl.store({group}, {sh}v)")
+        self.emit(f"tl.atomic_xchg({lk}_ptr + pid % {k}, 0)")
+        if after == "after":
+            self.emit(f"tl.store({group}, {sh}v)")
+
     def stmt_store(self) -> None:
         """A store in the middle of the kernel: into an input (in place), or past the end of an output."""
         v = self.value()
@@ -534,7 +556,7 @@ class Writer:
 
     def body(self, loop: bool, lanes: bool = False) -> None:
         for _ in range(self.draw(st.integers(1, 2))):
-            kinds = ["reassign"] + [k for k in ("atomic", "store") if k in self.STATEMENTS]
+            kinds = ["reassign"] + [k for k in ("atomic", "store", "lock") if k in self.STATEMENTS]
             kinds += ["load_acc", "accumulate"] if loop else []
             if lanes:  # a loop that carries only accumulators: what loop_lanes runs as lanes
                 kinds = ["accumulate", "accumulate"] + [k for k in ("atomic", "store") if k in self.STATEMENTS]
@@ -549,6 +571,8 @@ class Writer:
                 del self.pool[mark:]  # defined in a branch: not used after it
             elif kind == "store":
                 self.stmt_store()
+            elif kind == "lock":
+                self.stmt_lock()
             else:
                 t = self.value(scalar=False)
                 if t is not None:
@@ -631,7 +655,7 @@ class Writer:
             self.indent -= 1
 
     STATEMENTS = ["binary", "unary", "cast", "load", "where", "minmax", "reduce", "scan", "rows", "dot", "atomic",
-                  "if", "loop", "return", "store"]
+                  "if", "loop", "return", "store", "lock"]
 
     def kernel(self) -> Kernel:
         draw = self.draw
@@ -680,7 +704,8 @@ class Writer:
     def module(self, grid, n, total, programs, seed, statements) -> Kernel:
         tensors = ([f"{x}" for x, _, _ in self.inputs] + [a for a, _, _, _, _ in self.dots]
                    + [b for _, b, _, _, _ in self.dots] + [o for _, _, o, _, _ in self.dots]
-                   + [a for a, _ in self.accs] + [o for o, _, _ in self.outputs])
+                   + [a for a, _ in self.accs] + [t for pair in self.locks for t in pair]
+                   + [o for o, _, _ in self.outputs])
         params = ", ".join(f"{t}_ptr" for t in tensors)
         src = ["@triton.jit", f"def fuzz_kernel({params}, n, B: tl.constexpr):", *self.lines, "", "",
                "def scenario(seed):", "    g = torch.Generator().manual_seed(seed)"]
@@ -692,6 +717,9 @@ class Writer:
             src.append(f"    {o} = torch.empty({programs * 256})")
         for a, d in self.accs:
             src.append(f"    {a} = torch.zeros(4, dtype={TORCH[d]})")
+        for lk, sh in self.locks:
+            src.append(f"    {lk} = torch.zeros(4, dtype=torch.int32)")
+            src.append(f"    {sh} = _fill(g, 'randn', torch.float32, {4 * self.B})")
         for o, d, size in self.outputs:
             size = n if size == "n" else size
             if d == "uint32":  # not poisoned by torch.empty: its garbage would differ run to run
@@ -702,7 +730,8 @@ class Writer:
         src.append(f"    return [{', '.join(tensors)}]")
         dtypes = ({x: TORCH[d] for x, d, _ in self.inputs} | {a: TORCH[d] for a, _, _, d, _ in self.dots}
                   | {b: TORCH[d] for _, b, _, d, _ in self.dots} | {o: "torch.float32" for _, _, o, _, _ in self.dots}
-                  | {a: TORCH[d] for a, d in self.accs} | {o: TORCH[d] for o, d, _ in self.outputs})
+                  | {a: TORCH[d] for a, d in self.accs} | {o: TORCH[d] for o, d, _ in self.outputs}
+                  | {lk: "torch.int32" for lk, _ in self.locks} | {sh: "torch.float32" for _, sh in self.locks})
         return Kernel("\n".join(src) + "\n", seed, self.features, statements, [(t, dtypes[t]) for t in tensors])
 
 
