@@ -41,17 +41,17 @@ def admit(batch: Batch, name: str, original, args: tuple, kwargs: dict) -> None:
     root = batch.root or batch
     arguments = bind(original, args, kwargs).arguments
     kind = f"rmw{arguments['rmwOp']}" if name == "create_atomic_rmw" else "cas"
-    keys = _keys(batch, arguments["ptr"], arguments.get("mask"))
     log = root.atomic_log
-    if name == "create_atomic_rmw" and not log:
+    keys = _Keys(batch, arguments["ptr"], arguments.get("mask"))
+    if name == "create_atomic_rmw" and not log:  # (its addresses read only if another atomic follows)
         log.append((kind, keys))
         return
     for earlier_kind, earlier in log:
-        if earlier_kind == kind and np.intersect1d(earlier, keys, assume_unique=False).size:
+        if earlier_kind == kind and np.intersect1d(earlier.keys(), keys.keys(), assume_unique=True).size:
             raise Unported("an atomic repeated by a program on one address (a spin on a flag, a loop adding "
                            "into one place)")
     log.append((kind, keys))
-    every = np.unique(np.concatenate([k for _, k in log]))
+    every = np.unique(np.concatenate([k.keys() for _, k in log]))
     addrs = every >> np.uint64(ROW_BITS)
     if not addrs.size or np.unique(addrs).size == addrs.size:
         return  # no address touched by two programs
@@ -81,7 +81,23 @@ def check_cas(batch: Batch, cmp, result) -> None:
         raise Unported("an atomic_cas that found its lock taken (a spin)")
 
 
-def _keys(batch: Batch, ptr, mask) -> np.ndarray:
+class _Keys:
+    """The addresses an atomic op touches per program of a batch, read when first asked for (a batch's only atomic,
+    a tile of split-K partial sums, never is): the operands are the op's own, which nothing changes after."""
+
+    def __init__(self, batch: Batch, ptr, mask) -> None:
+        active = None if batch.active is None else batch.active.copy()  # (a loop's predicate changes in place)
+        self.args: tuple | None = (batch, ptr, mask, active)
+        self._keys: np.ndarray | None = None
+
+    def keys(self) -> np.ndarray:
+        if self._keys is None:
+            batch, ptr, mask, active = self.args
+            self._keys, self.args = _keys(batch, ptr, mask, active), None
+        return self._keys
+
+
+def _keys(batch: Batch, ptr, mask, active: np.ndarray | None) -> np.ndarray:
     """address << ROW_BITS | root row, for every lane the atomic runs for (unique)."""
     data = np.asarray(ptr.data)
     shape = (batch.size,) + (data.shape[1:] if getattr(ptr, MARK, False) else data.shape)
@@ -90,8 +106,8 @@ def _keys(batch: Batch, ptr, mask) -> np.ndarray:
     if mask is not None:
         m = np.asarray(mask.data)
         on &= np.broadcast_to(m if getattr(mask, MARK, False) else m[None], shape).astype(bool)
-    if batch.active is not None:
-        on &= batch.active.reshape((-1,) + (1,) * (len(shape) - 1))
+    if active is not None:
+        on &= active.reshape((-1,) + (1,) * (len(shape) - 1))
     rows = np.broadcast_to(np.arange(batch.size, dtype=np.uint64).reshape((-1,) + (1,) * (len(shape) - 1)), shape)
     if batch.root is not None:  # a compacted iteration: its rows in the batch grid_loop runs
         rows = np.broadcast_to(np.asarray(batch.root_rows, dtype=np.uint64).reshape(rows.shape[:1] + (1,) *
