@@ -331,7 +331,7 @@ def _programs_of_lanes(batch, operands: list[np.ndarray]):
     shape = np.broadcast_shapes((batch.size,), *(np.shape(o)[:1] for o in operands))
     full = [np.broadcast_to(o, shape + np.shape(o)[1:]) if np.ndim(o) else np.broadcast_to(o, shape)
             for o in operands]
-    linear = batch.pids[0] + gx * (batch.pids[1] + gy * batch.pids[2])
+    linear = batch.linear_pids(gx, gy)
     for i in range(batch.size):
         yield int(linear[i]), gx * gy * gz, [o[i] for o in full]
 

@@ -65,9 +65,7 @@ class Readers:
             taken = np.flatnonzero(ok)
             _, at = np.unique(elems[taken], return_index=True)  # lanes in program order: the first one ordered
             chosen = taken[at]
-            replaced = np.zeros(s.elements, dtype=bool)
-            replaced[elems[chosen]] = True
-            several = (first != last) | ~replaced[elems]
+            several = (first != last) | ~np.isin(elems, elems[chosen])
         if chosen.size:
             self._write(s, "reader", elems[chosen], lane_pids[chosen],
                         None if s.reader is None else before[chosen])

@@ -241,7 +241,7 @@ class SanitizerSession:
         pid_of = None
         if batch is not None:  # the batched engine: the lanes of every program of a batch at once
             pid = None
-            linear = (batch.pids[0] + gx * (batch.pids[1] + gy * batch.pids[2])).astype(np.int32)
+            linear = batch.linear_pids(gx, gy).astype(np.int32)
             linear = linear.reshape((-1,) + (1,) * (np.ndim(ptrs.data) - 1))
 
             def pid_of(n: int) -> tuple[int, int, int]:

@@ -108,10 +108,9 @@ def _keys(batch: Batch, ptr, mask, active: np.ndarray | None) -> np.ndarray:
         on &= np.broadcast_to(m if getattr(mask, MARK, False) else m[None], shape).astype(bool)
     if active is not None:
         on &= active.reshape((-1,) + (1,) * (len(shape) - 1))
-    rows = np.broadcast_to(np.arange(batch.size, dtype=np.uint64).reshape((-1,) + (1,) * (len(shape) - 1)), shape)
-    if batch.root is not None:  # a compacted iteration: its rows in the batch grid_loop runs
-        rows = np.broadcast_to(np.asarray(batch.root_rows, dtype=np.uint64).reshape(rows.shape[:1] + (1,) *
-                                                                                    (len(shape) - 1)), shape)
+    # (a compacted iteration: its programs' rows in the batch grid_loop runs)
+    rows = np.arange(batch.size) if batch.root is None else batch.root_rows
+    rows = np.broadcast_to(np.asarray(rows, dtype=np.uint64).reshape((-1,) + (1,) * (len(shape) - 1)), shape)
     return np.unique((addrs[on].astype(np.uint64) << np.uint64(ROW_BITS)) | rows[on])
 
 

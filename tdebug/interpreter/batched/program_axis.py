@@ -115,6 +115,10 @@ class Batch:
     def pid(self, i: int) -> tuple[int, int, int]:
         return int(self.pids[0, i]), int(self.pids[1, i]), int(self.pids[2, i])
 
+    def linear_pids(self, gx: int, gy: int) -> np.ndarray:
+        """Each program's linear id in a grid whose x and y sizes are gx and gy (x fastest, as Triton counts)."""
+        return self.pids[0] + gx * (self.pids[1] + gy * self.pids[2])
+
     def before_effect(self) -> None:
         self.effects += 1
 
