@@ -205,7 +205,8 @@ class LaunchChecker(DenseRows, Readers):
         unresolved = None
         for s in shadows:
             # Unsigned offsets: an address below the storage wraps around to a huge one.
-            offs = (sub.view(np.uint64) if sub.dtype == np.int64 else sub.astype(np.uint64)) - np.uint64(s.ptr)
+            offs = (sub if sub.dtype == np.uint64 else sub.view(np.uint64) if sub.dtype == np.int64
+                    else sub.astype(np.uint64)) - np.uint64(s.ptr)
             if int(offs.max()) < s.nbytes:  # every lane inside (one pass)
                 sel = todo  # None: every lane of addrs
                 whole = todo is None

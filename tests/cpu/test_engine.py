@@ -161,6 +161,13 @@ def test_loop_lanes_identical_under_both_engines():
     # an atomic, a Python `if` on the counter.
     for name in ("store_then_load", "two_stores", "atomic", "counter_if"):
         assert runs[f"scenario_{name}"]["lanes_refused"] >= 1, name
+    # A recurrence `h = h * decay + term` as lanes; programs with different trip counts (varlen sequences) as one
+    # ragged chunk: a sum, a gated recurrence. Given up there: a store in the loop, a NaN's origin in the tail.
+    for name in ("decayed_state", "ragged_sum", "ragged_recurrence"):
+        assert runs[f"scenario_{name}"]["lane_chunks"] >= 1 and runs[f"scenario_{name}"]["lanes_refused"] == 0, name
+    for name in ("ragged_store", "ragged_overflow"):
+        assert runs[f"scenario_{name}"]["lanes_refused"] >= 1, name
+    assert runs["scenario_ragged_overflow"]["findings"] == ["nan"]
     # fp32 accumulators folded as whole numpy ops (lane_folds), a fused product's sums on a tie too; handed back to
     # the fold iteration by iteration: an Inf, sums below fp32's normal range, an accumulator that is a product.
     for name in ("one_program", "programs", "fold_plain_sum", "fold_product_subtracted", "fold_ties",
@@ -235,3 +242,20 @@ def test_findings_do_not_depend_on_where_tensors_lie(tmp_path):
                      for t in report["targets"] for c in t["cases"] for f in c["findings"]])
     assert runs[0] == runs[1]
     assert {f[1] for f in runs[0]} >= {"bounds"}
+
+
+def test_lane_accumulators_take_a_linear_recurrence():
+    """`acc = acc * scale + term` (either side of the product) carries a loop as lanes; a scale or a term that
+    names a carried value does not."""
+    import ast
+
+    from tdebug.interpreter.batched.predicated_loops import lane_accumulators
+
+    def loop(body: str) -> ast.For:
+        return ast.parse(f"for i in range(n):\n    x = load(i)\n    {body}").body[0]
+
+    assert lane_accumulators(loop("h = h * 0.9 + x")) == ("h",)
+    assert lane_accumulators(loop("h = exp(x) * h + dot(x, x)")) == ("h",)
+    assert lane_accumulators(loop("h = h * h + x")) is None
+    assert lane_accumulators(loop("h = h * 0.9 + h")) is None
+    assert lane_accumulators(loop("h = h * 0.9 - x")) is None

@@ -45,18 +45,49 @@ WORTH = 1 / 16
 LOADS = {"create_load": False, "create_masked_load": False, "create_store": True, "create_masked_store": True}
 
 
-def lanes(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[str, ...], key: tuple, target: str):
+def lanes(batch, begins: np.ndarray, trip_counts: np.ndarray, step: int, accumulators: tuple[str, ...], key: tuple,
+          target: str):
     """The loop's iterable (predicated_loops.LANES): chunks of its iterations as lanes (every program of the batch
-    making `trips` of them, from its own start), or None where the loop iterates as written (fewer than two
-    iterations, refused before, a batch that is itself a part of one)."""
+    making its own trip count of them, from its own start), or None where the loop iterates as written (fewer than
+    two iterations, refused before, a batch that is itself a part of one). Programs that disagree on the trip
+    count (a varlen batch's sequences) run as lanes in one chunk, ragged (program p's iterations in rows
+    offsets[p] ... offsets[p] + trips[p] - 1), where each program makes at least one and the chunk holds them all."""
     from .grid_loop import BATCH_ELEMENTS, REFUSED_LANES
 
-    if key in REFUSED_LANES or trips < 2 or not program_axis.PER_LANE or batch.root is not None \
+    if key in REFUSED_LANES or not program_axis.PER_LANE or batch.root is not None \
             or batch.lanes is not None or batch.whole is not None:
         return None
-    if batch.size * program_axis.largest() > WORTH * BATCH_ELEMENTS:
-        return None  # not worth lanes (the blocks' size known from an earlier op or launch)
-    return _chunks(batch, begins, trips, step, accumulators, key, target)
+    block = program_axis.largest()
+    if int(trip_counts.max(initial=0)) < 2:
+        return None
+    if (trip_counts == trip_counts[0]).all():
+        if batch.size * block > WORTH * BATCH_ELEMENTS:
+            return None  # not worth lanes (the blocks' size known from an earlier op or launch)
+        return _chunks(batch, begins, int(trip_counts[0]), step, accumulators, key, target)
+    # Ragged lanes pay where the iterations past the shortest program's end would run predicated on programs whose
+    # blocks are small together; they need every program in the loop, and the lanes' blocks within a chunk's size.
+    low = int(trip_counts.min())
+    tail = int(np.count_nonzero(trip_counts > low))
+    if low < 1 or not block or tail * block > WORTH * BATCH_ELEMENTS or int(trip_counts.max()) > MAX_TRIPS \
+            or int(trip_counts.sum()) * block > WIDTH * BATCH_ELEMENTS:
+        return None
+    return _ragged(batch, begins, trip_counts, step, accumulators, key, target)
+
+
+def _ragged(batch, begins: np.ndarray, trips: np.ndarray, step: int, accumulators: tuple[str, ...], key: tuple,
+            target: str):
+    """The one chunk of a loop whose programs make different numbers of iterations: program p's iteration t in
+    lane offsets[p] + t."""
+    from .grid_loop import STATS
+
+    last = begins + (trips - 1) * step
+    batch.pending_lanes = Lanes(batch, trips, accumulators, key, target, last)
+    STATS.lane_chunk(int(trips.max()))
+    rows = np.repeat(np.arange(batch.size), trips)
+    within = np.arange(rows.size, dtype=np.int64) - np.repeat(np.cumsum(trips) - trips, trips)
+    yield lane_counter(begins[rows] + within * step, key)
+    batch.pending_lanes = None
+    batch.loop_scalars[(key[0], target)] = program_axis.LoopValues(last, np.ones(batch.size, dtype=bool))
 
 
 def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tuple[str, ...], key: tuple,
@@ -76,7 +107,8 @@ def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tupl
             done += 1
             continue
         last = begins + (done + size - 1) * step  # each program's value of the variable after the chunk
-        batch.pending_lanes = Lanes(batch, size, accumulators, key, target, last)
+        batch.pending_lanes = Lanes(batch, np.full(batch.size, size, dtype=np.int64), accumulators, key, target,
+                                    last)
         STATS.lane_chunk(size)
         # program p's iteration done + t in lane p * size + t
         values = begins[:, None] + (done + np.arange(size, dtype=np.int64))[None, :] * step
@@ -88,13 +120,23 @@ def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tupl
                                                                     np.ones(batch.size, dtype=bool))
 
 
+class _Rows:
+    """A part of the batch for predicated_loops._merge_rows: the batch and the rows its programs hold there."""
+
+    def __init__(self, batch, rows: np.ndarray) -> None:
+        self.batch, self.rows = batch, rows
+
+
 class Lanes:
-    """One chunk of a loop's iterations as lanes: the batch it widens, how many iterations, the loop's
+    """One chunk of a loop's iterations as lanes: the batch it widens, how many iterations each program makes in
+    it (`counts`; `trips` the one count of all where they agree, else None: a ragged chunk), the loop's
     accumulators, the lanes' batch once the body began, and the loads and stores it made."""
 
-    def __init__(self, batch, trips: int, accumulators: tuple[str, ...], key: tuple, target: str,
+    def __init__(self, batch, counts: np.ndarray, accumulators: tuple[str, ...], key: tuple, target: str,
                  last: np.ndarray) -> None:
-        self.batch, self.trips, self.accumulators, self.key = batch, trips, accumulators, key
+        self.batch, self.counts, self.accumulators, self.key = batch, counts, accumulators, key
+        self.trips = int(counts[0]) if (counts == counts[0]).all() else None
+        self.offsets = np.cumsum(counts) - counts  # program p's first lane
         self.target, self.last = target, last
         self.before: dict = {}
         self.part = None
@@ -108,7 +150,7 @@ class Lanes:
         """The lanes' batch current, and every per-program value the body reads (and every per-program integer
         scalar of the frame: what store records read) widened to it, by name for the rewrite to rebind."""
         batch = self.batch
-        rows = np.repeat(np.arange(batch.size), self.trips)
+        rows = np.repeat(np.arange(batch.size), self.counts)
         wide = {}
         for name in dict.fromkeys(reads + scalars):
             if name in self.accumulators or name not in frame_locals:
@@ -140,7 +182,7 @@ class Lanes:
         current_launch().batch = batch
         batch.effects, batch.atomics = part.effects, part.atomics
         self._check_memory()
-        last = np.arange(batch.size) * self.trips + (self.trips - 1)
+        last = self.offsets + self.counts - 1
         out = {}
         for name in names:
             if name not in frame_locals:
@@ -168,27 +210,87 @@ class Lanes:
     def fold(self, total: Any, term: Any, op) -> Any:
         """`total op term` once per iteration of the chunk, in order, on the batch of programs: the term's rows of
         each iteration in turn."""
-        batch, part = self.batch, self.part
         counter = _counter_class()
         if type(term) is counter or type(total) is counter:
             self.refuse("an accumulator sums the loop's counter")
-        wide = getattr(getattr(term, "handle", None), MARK, False) and np.shape(term.handle.data)[0] == part.size
-        if wide:
-            whole = lane_folds.fold(total, term, op, batch.size, self.trips)
+        wide = self._wide(term)
+        if wide and self.trips is not None:
+            whole = lane_folds.fold(total, term, op, self.batch.size, self.trips)
             if whole is not None:  # fp32 with nothing to find: numpy over the chunk, the same bits
                 from .grid_loop import STATS
 
                 STATS.lane_fold()
                 return whole
-        starts = np.arange(batch.size) * self.trips
+        return self._iterations(total, lambda total, rows: op(total, self._row(term, wide, rows)))
+
+    def fold_scaled(self, product: predicated_loops.Scaled, term: Any) -> Any:
+        """A recurrence's `total = total * scale + term` once per iteration of the chunk, in order, on the batch
+        of programs: the product and the sum as the serial engine's ops, each iteration's scale and term rows."""
+        counter = _counter_class()
+        total, scale = product.total, product.scale
+        if counter in (type(total), type(term), type(scale)):
+            self.refuse("a recurrence of the loop's counter")
+        wide_scale, wide_term = self._wide(scale), self._wide(term)
+
+        def step(total: Any, rows: np.ndarray) -> Any:
+            total = product.product(total, self._row(scale, wide_scale, rows))
+            return total + self._row(term, wide_term, rows)
+
+        return self._iterations(total, step)
+
+    def _wide(self, value: Any) -> bool:
+        """Whether `value` holds a row per lane (an iteration's value), not one per program or one for all."""
+        return bool(getattr(getattr(value, "handle", None), MARK, False)) \
+            and np.shape(value.handle.data)[0] == self.part.size
+
+    @staticmethod
+    def _row(value: Any, wide: bool, rows: np.ndarray) -> Any:
+        return predicated_loops._cut(value, rows) if wide else value
+
+    def _iterations(self, total: Any, step) -> Any:
+        """step(total, rows) for each iteration of the chunk in order, `rows` the lanes of that iteration of the
+        programs still in the loop, on the batch of programs (once some have made all their iterations, on a part
+        of the batch of the others: their rows of the total put back after)."""
+        batch, part = self.batch, self.part
         launch = current_launch()
         launch.batch = batch
         try:
-            for t in range(self.trips):
-                total = op(total, predicated_loops._cut(term, starts + t) if wide else term)
+            counts = self.counts
+            done = int(counts.min())
+            for t in range(done):
+                total = step(total, self.offsets + t)
+            while done < int(counts.max()):
+                on = np.flatnonzero(counts > done)
+                until = int(counts[on].min())
+                total = self._on_part(total, on, done, until, step)
+                done = until
         finally:
             launch.batch = part
         return total
+
+    def _on_part(self, total: Any, on: np.ndarray, begin: int, end: int, step) -> Any:
+        """Iterations [begin, end) on the programs `on` only (a part of the batch, as predicated_loops' compacted
+        iterations), their rows of the total put back in it after."""
+        batch = self.batch
+        handle = getattr(total, "handle", None)
+        if not (getattr(handle, MARK, False) and np.shape(handle.data)[0] == batch.size):
+            self.refuse("an accumulator of a ragged chunk that is not per program")
+        piece = program_axis.Batch(batch.pids[:, on], effects=batch.effects, atomics=batch.atomics,
+                                   memory=batch.memory, serial=batch.serial, root=batch, root_rows=on)
+        piece.loop_scalars = {k: v.of_rows(on) for k, v in batch.loop_scalars.items()}
+        launch = current_launch()
+        launch.batch = piece
+        try:
+            mine = predicated_loops._cut(total, on)
+            for t in range(begin, end):
+                mine = step(mine, self.offsets[on] + t)
+        finally:
+            launch.batch = batch
+            batch.effects, batch.atomics = piece.effects, piece.atomics
+        merged = predicated_loops._merge_rows(_Rows(batch, on), total, mine)
+        if merged is None:
+            self.refuse("an accumulator of a ragged chunk whose rows cannot be put back")
+        return merged
 
     # -- memory ------------------------------------------------------------------------------------------------
     def memory_op(self, name: str, arguments: dict) -> None:
@@ -199,6 +301,8 @@ class Lanes:
         if name not in LOADS:
             self.refuse(f"{name} in the loop")
         store = LOADS[name]
+        if store and self.trips is None:
+            self.refuse("a store in a ragged chunk")  # (store records and _check_memory take whole chunks)
         ptrs = arguments["ptrs"] if "ptrs" in arguments else arguments["ptr"]
         mask = arguments.get("mask")
         try:

@@ -237,6 +237,24 @@ def _update(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
     if isinstance(value, ast.BinOp) and type(value.op) in _FOLDS and isinstance(value.left, ast.Name) \
             and value.left.id == name:
         return _FOLDS[type(value.op)], value.right
+    scaled = _scaled(value, name) if value is not None else None
+    if scaled is not None:
+        op, scale, term = scaled
+        return op, ast.Tuple(elts=[scale, term], ctx=ast.Load())
+    return None
+
+
+def _scaled(value: ast.expr, name: str) -> tuple[str, ast.expr, ast.expr] | None:
+    """(op, scale, term) of a linear recurrence's update `acc = acc * scale + term` (op "*+") or
+    `acc = scale * acc + term` ("s*+"), as a decayed state's `h = h * decay + tl.dot(k, v)`; None otherwise."""
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(value.left, ast.BinOp)
+            and isinstance(value.left.op, ast.Mult)):
+        return None
+    left, right = value.left.left, value.left.right
+    if isinstance(left, ast.Name) and left.id == name:
+        return "*+", right, value.right
+    if isinstance(right, ast.Name) and right.id == name:
+        return "s*+", left, value.right
     return None
 
 
@@ -259,10 +277,10 @@ def _names_in(node: ast.AST) -> set[str]:
 
 def lane_accumulators(node: ast.For) -> tuple[str, ...] | None:
     """The names a loop carries from one iteration to the next when every one of them is an accumulator (named only
-    by its updates `acc += term` / `acc = acc + term` (or -), at most one on any path through the body's `if`s,
-    its term naming no carried name): its iterations can then run as lanes of one batch, each accumulator folded
-    over the iterations' terms in order (loop_lanes.py). None: another dependence between iterations, or a loop
-    inside."""
+    by its updates `acc += term` / `acc = acc + term` (or -) / `acc = acc * scale + term`, at most one on any path
+    through the body's `if`s, its term and scale naming no carried name): its iterations can then run as lanes of
+    one batch, each accumulator folded over the iterations' terms in order (loop_lanes.py). None: another
+    dependence between iterations, or a loop inside."""
     body = node.body
     if any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for stmt in body for n in ast.walk(stmt)):
         return None
@@ -338,7 +356,11 @@ def _accumulating(stmt: ast.stmt) -> ast.Assign:
     name = _target(stmt)
     op, term = _update(stmt)
     at = _Place(stmt)
-    value = at.helper("accumulate", [at.name(name), term, at.constant(op)])
+    total: ast.expr = at.name(name)
+    if op in _SCALED:  # `acc * scale` first, as written (the product before the term, on the serial engine)
+        scale, term = term.elts
+        total = at.helper("scaled", [total, scale, at.constant(op)])
+    value = at.helper("accumulate", [total, term, at.constant(op)])
     if isinstance(stmt, ast.Assign) and _to_tensor_call(stmt.value):  # the interpreter's wrapper kept around it
         value = ast.Call(func=stmt.value.func, args=[value, stmt.value.args[1]], keywords=[], **at.at)
     return at.assign(name, value)
@@ -402,7 +424,7 @@ def lane_loop(accumulators: tuple[str, ...], target: str, make_range: Callable, 
     frame = sys._getframe(1)
     batch = current_batch()
     if LANES is not None and batch is not None and batch.index is None and batch.active is None:
-        bounds = _same_trips(batch, args)
+        bounds = _lane_trips(batch, args)
         if bounds is not None:
             batch.loop_scalars.pop((frame.f_code, target), None)  # an earlier loop's values are stale now
             key = (frame.f_code, frame.f_lineno, _constants(frame.f_locals))
@@ -419,9 +441,9 @@ def _constants(frame_locals: dict) -> tuple:
                         if type(v) in (int, bool, str) and not name.startswith("__tdebug")))
 
 
-def _same_trips(batch, args: tuple) -> tuple[np.ndarray, int, int] | None:
-    """(each program's start, the trip count, the step) of a range whose every program makes the same number of
-    iterations, its step one for all (None: another range, or an argument that is no integer)."""
+def _lane_trips(batch, args: tuple) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(each program's start, each program's trip count, the step) of a range whose step is one for all programs
+    (None: another range, or an argument that is no integer)."""
     if len(args) not in (1, 2, 3):
         return None
     start, stop, step = _range_args(args)
@@ -437,23 +459,48 @@ def _same_trips(batch, args: tuple) -> tuple[np.ndarray, int, int] | None:
         return None
     if step == 0:
         return None
-    trips = _trips(begins, ends, step)
-    if not (trips == trips[0]).all():
-        return None
-    return begins, int(trips[0]), step
+    return begins, _trips(begins, ends, step), step
 
 
 def accumulate(total: Any, term: Any, op: str) -> Any:
-    """`total += term` (op "+=", "-=", "+" or "-"), as the kernel wrote it; in a loop running as lanes, the
-    term of every iteration of the chunk folded into the total in order (loop_lanes)."""
+    """`total += term` (op "+=", "-=", "+" or "-"), as the kernel wrote it, or a recurrence's `total + term`
+    after scaled() (op "*+" / "s*+"); in a loop running as lanes, the term of every iteration of the chunk folded
+    into the total in order (loop_lanes)."""
     batch = current_batch()
     lanes = None if batch is None else batch.lanes
     if lanes is not None:
+        if op in _SCALED:
+            return lanes.fold_scaled(total, term)
         return lanes.fold(total, term, _FOLD_OPS[op])
     return _FOLD_OPS[op](total, term)
 
 
-_FOLD_OPS = {"+=": operator.iadd, "-=": operator.isub, "+": operator.add, "-": operator.sub}
+class Scaled:
+    """A recurrence's `acc * scale` not yet made: in a loop running as lanes the product is taken in each
+    iteration of the fold, with that iteration's scale."""
+
+    __slots__ = ("total", "scale", "first")
+
+    def __init__(self, total: Any, scale: Any, first: bool) -> None:
+        self.total, self.scale, self.first = total, scale, first
+
+    def product(self, total: Any, scale: Any) -> Any:
+        return operator.mul(scale, total) if self.first else operator.mul(total, scale)
+
+
+def scaled(total: Any, scale: Any, op: str) -> Any:
+    """`total * scale` (op "*+") or `scale * total` ("s*+"), as the kernel wrote it; in a loop running as lanes,
+    both kept for accumulate() to fold."""
+    batch = current_batch()
+    product = Scaled(total, scale, op == "s*+")
+    if batch is not None and batch.lanes is not None:
+        return product
+    return product.product(total, scale)
+
+
+_FOLD_OPS = {"+=": operator.iadd, "-=": operator.isub, "+": operator.add, "-": operator.sub, "*+": operator.add,
+             "s*+": operator.add}
+_SCALED = ("*+", "s*+")
 
 
 def _loop(frame, target: str, make_range: Callable, args: tuple, kwargs: dict) -> Iterator[int] | range:

@@ -5,7 +5,9 @@ as compiled: fp32 and int32 arithmetic), fp32 accumulators folded as whole numpy
 subtracted, a plain sum, sums on fp32 ties, sums below fp32's normal range, an accumulator that starts as a
 product, sums into Python numbers); and what must make it give the lanes up, with the same results: an address
 stored by one iteration and loaded by a later one, two store ops meeting across iterations, an atomic, a Python
-`if` on the loop's counter; an out-of-bounds load in one iteration, an uninitialised read.
+`if` on the loop's counter; an out-of-bounds load in one iteration, an uninitialised read. A recurrence
+`h = h * decay + k^T v` over equal-length sequences; programs whose trip counts differ (varlen) as one ragged
+chunk: a sum, a gated recurrence, and given up: a store in the loop, a NaN's origin in the long program's tail.
 engine_diff.py runs each under the serial and the batched engine (outputs bit for bit, findings, store records, the
 error)."""
 
@@ -312,4 +314,87 @@ def scenario_fold_from_python_numbers(seed: int):
     x, y = _rand(seed, programs, steps, block), _rand(seed + 1, programs, steps)
     out = torch.empty(programs, 2)
     scalar_fold_kernel[(programs,)](x, y, out, steps, BLOCK=block)
+    return out
+
+
+@triton.jit
+def decayed_state_kernel(k_ptr, v_ptr, out_ptr, steps, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr):
+    """A linear-attention state `h = h * decay + k^T v` over equal-length sequences: a recurrence, not a sum, folded
+    iteration by iteration after the iterations' dots ran as lanes."""
+    pid = tl.program_id(0)
+    rk, rv, rt = tl.arange(0, K), tl.arange(0, V), tl.arange(0, BT)
+    h = tl.zeros([K, V], dtype=tl.float32)
+    for i in range(steps):
+        t = (pid * steps + i) * BT + rt
+        k = tl.load(k_ptr + t[:, None] * K + rk[None, :])
+        v = tl.load(v_ptr + t[:, None] * V + rv[None, :])
+        h = h * 0.95 + tl.dot(tl.trans(k), v, input_precision="ieee")
+    tl.store(out_ptr + pid * K * V + rk[:, None] * V + rv[None, :], h)
+
+
+def scenario_decayed_state(seed: int):
+    programs, steps, bt, kd, vd = 3, 6, 16, 16, 16
+    k, v = _rand(seed, programs * steps * bt, kd), _rand(seed + 1, programs * steps * bt, vd)
+    out = torch.empty(programs, kd, vd)
+    decayed_state_kernel[(programs,)](k, v, out, steps, K=kd, V=vd, BT=bt)
+    return out
+
+
+@triton.jit
+def ragged_kernel(x_ptr, g_ptr, out_ptr, steps_ptr, cu_ptr, D: tl.constexpr, MODE: tl.constexpr):
+    """Program n walks its own sequence (bos..eos from cu_seqlens): the programs' trip counts differ, the iterations
+    run as lanes of one ragged chunk. MODE 0: a sum; 1: a gated recurrence, the gate loaded each step (a scale per
+    iteration, on the left of the product); 2: a store in the loop (gives the ragged lanes up: a store's records
+    take whole chunks)."""
+    n = tl.program_id(0)
+    d = tl.arange(0, D)
+    bos = tl.load(cu_ptr + n)
+    eos = tl.load(cu_ptr + n + 1)
+    h = tl.load(x_ptr + bos * D + d) * 0.0  # a load first: the blocks' size known
+    for t in range(bos, eos):
+        x = tl.load(x_ptr + t * D + d)
+        if MODE == 0:
+            h += x * 2.0
+        elif MODE == 1:
+            h = tl.exp(tl.load(g_ptr + t)) * h + x
+        else:
+            h = h + x
+            tl.store(steps_ptr + t * D + d, x * 2.0)
+    tl.store(out_ptr + n * D + d, h)
+
+
+def _ragged(seed: int, mode: int, lengths: list[int], scale: float = 0.1):
+    lens = torch.tensor(lengths, dtype=torch.int64)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)])
+    total, d = int(lens.sum()), 16
+    x, g = _rand(seed, total, d), -_rand(seed + 1, total).abs() * scale
+    out, steps = torch.empty(len(lengths), d), torch.empty(total, d)
+    ragged_kernel[(len(lengths),)](x, g, out, steps, cu, D=d, MODE=mode)
+    return (out, steps) if mode == 2 else (out,), x, g
+
+
+def scenario_ragged_sum(seed: int):
+    return _ragged(seed, 0, [9, 2, 2, 5, 2, 2])[0]
+
+
+def scenario_ragged_recurrence(seed: int):
+    return _ragged(seed, 1, [3, 12, 3, 3, 7])[0]
+
+
+def scenario_ragged_store(seed: int):
+    return _ragged(seed, 2, [4, 1, 6, 2])[0]  # (unwritten steps rows: none)
+
+
+def scenario_ragged_overflow(seed: int):
+    """A gate of exp(60) in the long sequence's late steps: its state overflows to inf there (the origin: the
+    recurrence's product, in an iteration only that program makes), and inf - inf makes a NaN in a later one."""
+    lens = [2, 2, 10, 2]
+    total, d = sum(lens), 8  # (a specialisation of its own: given up lanes are known by the kernel's constants)
+    lens_t = torch.tensor(lens, dtype=torch.int64)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens_t.cumsum(0)])
+    x, g = _rand(seed, total, d), -_rand(seed + 1, total).abs() * 0.1
+    g[4 + 6:4 + 8] = 60.0
+    x[4 + 9, :3] = -3e38
+    out = torch.empty(len(lens), d)
+    ragged_kernel[(len(lens),)](x, g, out, out, cu, D=d, MODE=1)
     return out
