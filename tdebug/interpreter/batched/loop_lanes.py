@@ -2,14 +2,16 @@
 accumulators runs its body once per chunk of iterations, every value with a row per (program, iteration).
 
 predicated_loops' rewrite marks such loops (lane_accumulators: every name the body carries from one iteration to
-the next is bound by one `acc += term` / `acc = acc + term`, and there is no loop inside) and turns each
-accumulator's update into accumulate(). When the programs of a batch agree on the loop's range, lane_loop() hands
-the chunks out: for each, a batch of P x T lanes (program p's iteration t in row p * T + t, every lane naming its
-program), the values the body reads widened to it (predicated_loops' compaction with rows repeated), and the loop
-variable a LaneCounter (each lane's iteration). Each op of the body then runs once for the chunk; accumulate()
-folds the chunk's terms into the accumulator in iteration order, one op per iteration on the batch of programs
-(the same ops, roundings, checks and lines as the serial engine's `acc += term`); at the chunk's end each name the
-body bound takes its last iteration's value.
+the next is bound by one `acc += term` / `acc = acc + term` or a recurrence `acc = acc * scale + term`, and there
+is no loop inside) and turns each accumulator's update into accumulate(). When the programs of a batch agree on
+the loop's trip count, lane_loop() hands the chunks out: for each, a batch of P x T lanes (program p's iteration t
+in row p * T + t, every lane naming its program), the values the body reads widened to it (predicated_loops'
+compaction with rows repeated), and the loop variable a LaneCounter (each lane's iteration). Each op of the body
+then runs once for the chunk; accumulate() folds the chunk's terms into the accumulator in iteration order, one op
+per iteration on the batch of programs (the same ops, roundings, checks and lines as the serial engine's
+`acc += term`, or its product and sum); at the chunk's end each name the body bound takes its last iteration's
+value. Programs that disagree on the trip count (a varlen batch) run one ragged chunk: program p's iterations in
+rows offsets[p] onwards, the fold's iterations past a program's last on a part of the batch of the others.
 
 Exactness is checked, not assumed. The loop variable, an int in the serial engine (loop_counters.LoopCounter),
 keeps Python's arithmetic with ints and Python scalars' type rules against tensors, and refuses any other use

@@ -515,8 +515,8 @@ class Writer:
         self.features[f"store:{form}"] += 1
 
     def accumulate(self) -> None:
-        """Inside a loop: `t += term` or `t = t + term` (what loop_lanes folds), the term from the pool, a load at the
-        loop's offset, or with the loop's counter in it."""
+        """Inside a loop: `t += term`, `t = t + term` or a recurrence `t = t * scale + term` (what loop_lanes folds),
+        the term from the pool, a load at the loop's offset, or with the loop's counter in it."""
         t = self.fold_into if self.fold_into is not None and self.draw(st.booleans()) else self.value()
         if t is None:
             return
@@ -536,12 +536,31 @@ class Writer:
             if r is None:
                 return
             term = f"({r[0]}) {self.pick(['+', '*', '-'])} i" if form == "counter" else r[0]
-        update = self.pick(["+=", "-=", "= +", "= -"])  # `t = t + term` too: the interpreter wraps it (to_tensor)
-        if update.startswith("="):
+        update = self.pick(["+=", "-=", "= +", "= -", "= *+", "= s*+"])  # `t = t + term`: the interpreter wraps it
+        if update.endswith("*+"):  # a linear recurrence `t = t * scale + term` (the scale on either side)
+            scale = self.scale(t)
+            dt = TL[t.dtype]
+            product = f"{t.name} * ({scale}).to({dt})" if update == "= *+" else f"({scale}).to({dt}) * {t.name}"
+            self.emit(f"{t.name} = {product} + ({term}).to({dt})")
+            self.features[f"loop:recurrence:{update[2:]}"] += 1
+        elif update.startswith("="):
             self.emit(f"{t.name} = {t.name} {update[2]} ({term}).to({TL[t.dtype]})")
         else:
             self.emit(f"{t.name} {update} ({term}).to({TL[t.dtype]})")
         self.features[f"loop:accumulate:{form}"] += 1
+
+    def scale(self, t: Val) -> str:
+        """A recurrence's scale: a constant, another value of the pool (a scalar beside a scalar accumulator), or a
+        scalar loaded at the loop's offset (a scale per iteration)."""
+        form = self.pick(["const", "value", "load"])
+        if form == "value":
+            v = self.value(scalar=True if t.scalar else None)
+            if v is not None and v is not t:
+                return v.name
+        if form == "load":
+            x, _ = self.input()
+            return f"tl.load({x}_ptr + pid + i)"
+        return self.pick(["0.5", "-1.25", "3.0", "0.99"])
 
     def reassign(self) -> bool:
         """Inside an `if` or a loop: an existing value gets a new one of its own dtype and shape."""
@@ -624,7 +643,9 @@ class Writer:
         else:
             x, d = self.input(dtype=self.pick(["int32", "int8", "uint8"]))
             rng = f"range(0, tl.load({x}_ptr + pid) % 3)"
-        lanes = form in ("const", "pid_slice") and self.draw(st.booleans())
+        # Loops carrying accumulators only run as lanes: programs agreeing on the trip count in chunks, programs
+        # that disagree (pid, pid_start, loaded: a trip count of 0 too) in one ragged chunk
+        lanes = self.draw(st.booleans())
         self.features[f"loop:{form}"] += 1
         self.features["loop:accumulators_only"] += lanes
         if lanes and self.draw(st.booleans()):
