@@ -635,8 +635,10 @@ def scenario_row_blocks_store_next(seed: int):
 
 def scenario_row_blocks_written_whole(seed: int):
     """Outputs written whole by one launch's dense rows (their marks dropped: written whole) read by a torch op and by
-    a second launch: nothing unwritten. One written in its first half only, read by both: the rest unwritten."""
-    x = _rand(seed, 96 * 4, 32)
+    a second launch: nothing unwritten. One written in its first half only, read by both: the rest unwritten.
+    (x halved: the kernel is exp, and the launches reading its outputs compute exp(exp(x)), which overflows to Inf,
+    a NaN/Inf origin, for a draw of randn above ~4.5 - about one seed in 40 did.)"""
+    x = _rand(seed, 96 * 4, 32) * 0.5
     y = torch.empty(96 * 4, 32)
     row_blocks_kernel[(96,)](x, y, ROWS=4, N=32)
     total = y.sum()
