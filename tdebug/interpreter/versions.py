@@ -249,6 +249,7 @@ LAYERS: tuple[str, ...] = (
     "grid_loop",  # the launch's grid loop, serial or batched: the innermost wrapper of a launch
     "memory_guard",  # innermost around the memory ops: no lane outside its tensor reaches Triton's
     "batch_memory",  # a batch's loads and stores as numpy over the elements the checks resolved
+    "typed_args",  # a launch's tensor and int32 arguments typed from a table (launch_memo.py)
     "provenance",  # which tensor a pointer was computed from
     "device_assert",  # tl.device_assert fires (patches.py)
     "autotune",  # one pinned config (patches.py)

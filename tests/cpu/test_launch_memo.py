@@ -142,3 +142,38 @@ def test_file_and_def_line_of_every_jit_function_as_triton_finds_them():
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["checked"] > 40 and out["differ"] == [], out
+
+
+TYPED = r'''
+import os, json
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from triton.runtime import interpreter
+from tdebug.interpreter.fast import launch_memo
+triton_own = interpreter._implicit_cvt
+fast = launch_memo._typed_args(triton_own)
+args = [0, 1, -1, 7, 2**31 - 1, -2**31, 2**31, -2**31 - 1, 2**40, 2**63 + 5, 1.5, None, "s"]  # (bools: scalars.py)
+for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int16,
+              torch.int32, torch.int64, torch.uint32, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2):
+    t = torch.zeros(12, dtype=dtype)
+    args += [t, t[3:], t.view(3, 4).t()]
+same = []
+for arg in args:
+    a, b = triton_own(arg), fast(arg)
+    if not hasattr(a, "handle"):
+        same.append(a is b)
+        continue
+    same.append(type(a.type) is type(b.type) and a.type == b.type and a.handle.dtype == b.handle.dtype
+                and a.handle.data.dtype == b.handle.data.dtype and a.handle.data.tolist() == b.handle.data.tolist())
+print(json.dumps({"same": same, "args": len(args)}))
+'''
+
+
+def test_typed_args_are_tritons_own():
+    """_implicit_cvt from the table: the same type, handle type and data as Triton's for tensors of every dtype
+    (views, offsets, transposes), ints of every range, and whatever goes to Triton's own."""
+    proc = subprocess.run([sys.executable, "-c", TYPED], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["args"] > 40 and all(report["same"]), report

@@ -187,10 +187,24 @@ def _say(text: str) -> None:
 
 
 # -- the engine ------------------------------------------------------------------------------------------------
+_ORDERS: dict[tuple[int, int, int], np.ndarray] = {}  # grid -> _order(grid), for grids of up to _ORDERS_KEPT programs
+_ORDERS_KEPT = 1 << 16
+
+
 def _order(grid: tuple[int, int, int]) -> np.ndarray:
-    """Every program id, as (3, n), in the serial engine's order (x outermost, z innermost)."""
+    """Every program id, as (3, n), in the serial engine's order (x outermost, z innermost); read-only (kept per
+    grid: a suite launches the same small grids again and again)."""
+    found = _ORDERS.get(grid)
+    if found is not None:
+        return found
     xs, ys, zs = np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), np.arange(grid[2]), indexing="ij")
-    return np.stack([xs.ravel(), ys.ravel(), zs.ravel()]).astype(np.int64)
+    order = np.stack([xs.ravel(), ys.ravel(), zs.ravel()]).astype(np.int64)
+    order.flags.writeable = False
+    if order.shape[1] <= _ORDERS_KEPT:
+        if len(_ORDERS) >= 256:
+            _ORDERS.clear()
+        _ORDERS[grid] = order
+    return order
 
 
 def _serial_program(fn, args: dict, pid: tuple[int, int, int]) -> None:

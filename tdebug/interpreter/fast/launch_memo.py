@@ -1,7 +1,9 @@
-"""Three memoisations in Triton's per-op and per-launch interpreter path, with unchanged results: the language is
+"""Four memoisations in Triton's per-op and per-launch interpreter path, with unchanged results: the language is
 patched once per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv
 and user helpers), the builtins it patches are listed once rather than with inspect.getmembers at every launch,
-and `_get_np_dtype` answers from a table instead of building a 19-entry dict on each call. And one shortcut in
+`_get_np_dtype` answers from a table instead of building a 19-entry dict on each call, and a launch's tensor and
+int32 arguments get their types from a table (`_implicit_cvt`: Triton mangles and parses a type name for each). And
+one shortcut in
 the rewrite of each jit function (once per function and process): its file and `def` line read from the source
 lines Python keeps, where Triton builds a whole JITFunction (signature, source, hashing) to learn them.
 
@@ -23,10 +25,13 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
+import numpy as np
+
 from ..batched.launch import current_launch
 from ..versions import patcher
 
 patch = patcher("launch_memo")
+patch_typed = patcher("typed_args")  # inside provenance's wrapper of _implicit_cvt, which tags what this returns
 _OWNER = operator.itemgetter(0)  # of a patch scope's change: (owner, name, original)
 
 
@@ -190,6 +195,32 @@ def _file_line_from_source(original):
     return _get_jit_fn_file_line
 
 
+def _typed_args(original):
+    """`_implicit_cvt` of a plain CPU or device tensor and of an int in int32's range from a table of their types:
+    Triton asks `tl.str_to_ty(mangle_type(arg))` for every argument of every launch (~15 us each, the largest part
+    of a small launch's set-up); the type depends on the tensor's dtype only (a pointer to it), and an int's on its
+    range only (i32 from -2^31 to 2^31 - 1: Triton's mangling, 3.6 to 3.9). The same handle and type as Triton's;
+    anything else (a bool, a wider int, a wrapper, a tuple, a descriptor) goes to Triton's own."""
+    import torch
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    pointers: dict = {}  # torch dtype -> Triton's type of a tensor of it
+
+    def _implicit_cvt(arg):
+        kind = type(arg)
+        if kind is torch.Tensor:
+            ty = pointers.get(arg.dtype)
+            if ty is None:
+                ty = pointers[arg.dtype] = original(arg).type
+            return tl.tensor(interpreter.TensorHandle(np.array([arg.data_ptr()], dtype=np.uint64), ty), ty)
+        if kind is int and -2**31 <= arg < 2**31:
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.int32), tl.int32), tl.int32)
+        return original(arg)
+
+    return _implicit_cvt
+
+
 def install() -> None:
     """After aliases.install: the once-per-launch check wraps the alias patch too."""
     from triton.runtime import interpreter
@@ -199,3 +230,4 @@ def install() -> None:
     patch(interpreter.InterpretedFunction, "__call__", _mark_device_call)
     patch(interpreter, "_patch_lang", _once_per_launch)
     patch(interpreter.FunctionRewriter, "_get_jit_fn_file_line", _file_line_from_source)
+    patch_typed(interpreter, "_implicit_cvt", _typed_args)
