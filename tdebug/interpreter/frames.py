@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 _LIBRARY_DIRS: tuple[str, ...] = ()
 
@@ -29,7 +31,11 @@ _IS_USER: dict[int, tuple] = {}
 
 
 def user_frame(start=None):
-    """The innermost frame that is user code (a kernel line), skipping Triton, numpy, torch, tdebug."""
+    """The innermost frame that is user code (a kernel line), skipping Triton, numpy, torch, tdebug. While a
+    launch is replayed (launch_replay.py: no kernel line runs) it raises ReplayAbort: whatever asks for the line
+    is about to report something, which the ordinary run of the batch reports instead."""
+    if REPLAYING:
+        raise ReplayAbort("a check asked for the kernel's line")
     frame = start or sys._getframe(1)
     known = _IS_USER
     while frame is not None:
@@ -54,6 +60,24 @@ def current_pid() -> tuple[int, int, int]:
 class EngineSignal(Exception):  # noqa: N818 - control flow of the batched engine, never an error
     """Raised by the batched engine to itself (a batch diverges, an op it does not batch) and caught by its grid
     loop: never the kernel's error nor tdebug's (program_axis.Divergent, program_axis.Unported)."""
+
+
+class ReplayAbort(EngineSignal):
+    """A replayed launch (launch_replay.py) met what only the kernel's own run handles: its batch is undone and runs
+    the ordinary way."""
+
+
+REPLAYING: list = []  # non-empty while a launch is replayed (replaying())
+
+
+@contextlib.contextmanager
+def replaying() -> Iterator[None]:
+    """Inside the block a launch is replayed: user_frame raises ReplayAbort."""
+    REPLAYING.append(True)
+    try:
+        yield
+    finally:
+        REPLAYING.pop()
 
 
 class KernelError(Exception):

@@ -281,7 +281,7 @@ def install(exact_values: bool = True) -> None:
         return
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("tdebug's interpreter patches need TRITON_INTERPRET=1 set before import")
-    from .batched import batch_memory, grid_loop
+    from .batched import batch_memory, grid_loop, launch_replay
     from .fast import casts, op_memo
     from .hooks import memory_guard, provenance
     from .semantics import bf16, compat, fma, grid, libdevice, scalars, tf32
@@ -302,6 +302,7 @@ def install(exact_values: bool = True) -> None:
     if exact_values:  # triton-viz's symbolic engine: its values are expressions, its ops its own
         op_memo.install()
         reduce_scan.install()
+        launch_replay.install()
     block_pointers.install()
     boolops.install()
     if exact_values:

@@ -249,13 +249,13 @@ LAYERS: tuple[str, ...] = (
     "grid_loop",  # the launch's grid loop, serial or batched: the innermost wrapper of a launch
     "memory_guard",  # innermost around the memory ops: no lane outside its tensor reaches Triton's
     "batch_memory",  # a batch's loads and stores as numpy over the elements the checks resolved
-    "typed_args",  # a launch's tensor and int32 arguments typed from a table (launch_memo.py)
     "provenance",  # which tensor a pointer was computed from
     "device_assert",  # tl.device_assert fires (patches.py)
     "autotune",  # one pinned config (patches.py)
     "launch_record",  # every launch recorded (patches.py)
     "device_tables",  # pointer tables of device addresses, on a GPU
     "scalars",
+    "typed_args",  # tensor and int32 arguments typed from a table, tagged with their storage (launch_memo.py)
     "compat",  # small differences from compiled Triton (compat.py)
     "grid",
     "libdevice",
@@ -266,6 +266,7 @@ LAYERS: tuple[str, ...] = (
     "launch_memo",  # its once-per-launch check wraps the alias patch
     "front_end_shortcuts",  # its overflow check runs inside tdebug's signed-only one (device_assert)
     "op_memo",  # the overflow checks run inside its recorded step
+    "launch_replay",  # a launch recorded for replays: the overflow check on memory's values (launch_replay.py)
     "reduce_scan",  # a kernel's own combine function run on vectors (reduce_scan.py)
     "block_pointers",
     "boolops",

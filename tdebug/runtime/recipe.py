@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from ..interpreter import patches
 from ..interpreter.hooks import stores
 from ..interpreter.versions import take_faults
-from .allocator import keep_freed_memory
+from .allocator import freeze_installed_objects, keep_freed_memory
 from .job import Job, JobLimits
 
 
@@ -139,4 +139,5 @@ def install(recipe: Recipe, sanitizer: Part | None = None, listeners: Iterable[P
         from .follow import serialise_launches
 
         serialise_launches()
+    freeze_installed_objects()
     return installed

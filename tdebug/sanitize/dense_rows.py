@@ -244,20 +244,23 @@ class DenseRows:
                             return False
                         if s.multi_reader is not None and (rows.view(s.multi_reader) & (read >= 0)).any():
                             return False
-        if self.undo is not None and not s.stored:
-            self.undo.append((s, "stored", None))
-        s.stored = True
+        self._stored(s)
         for (programs, rows), fresh in zip(parts, unwritten):
             if race:
                 if fresh:  # on elements no program wrote, none kept aside either: kept aside too
                     self._keep(s, "stores_pending", (rows, programs))
                 else:
                     self._write_rows(s, "writer", rows, programs[:, None])
-            if s.maybe_cold and s.init is not None:  # (not made yet: the marks kept aside record the write)
-                self._write_rows(s, "init", rows, True, grows=True)
-            if s.marks is not None:
-                self._keep(s, "marks_pending", rows)
+            self._rows_written(s, rows)
         return True
+
+    def _rows_written(self, s: Shadow, rows: Rows) -> None:
+        """A dense-rows store's elements hold data now: init (while it matters), and its written marks kept aside
+        until the launch's end (settle_marks)."""
+        if s.maybe_cold and s.init is not None:  # (not made yet: the marks kept aside record the write)
+            self._write_rows(s, "init", rows, True, grows=True)
+        if s.marks is not None:
+            self._keep(s, "marks_pending", rows)
 
     def _rows_read_stored(self, s: Shadow, parts: list[tuple[np.ndarray, Rows]]) -> bool:
         """A Rows load of a storage this launch stores to: when no element it reads was written by another program
@@ -314,20 +317,26 @@ class DenseRows:
         return out
 
     def settle_marks(self) -> None:
-        """At the launch's end: the written marks of the dense-row stores kept aside, set; or, where those stores
-        covered every element of their storage, the allocation recorded as written whole (no mark to set)."""
+        """At the launch's end: the written marks of the dense-row stores kept aside, set; and where the launch's
+        stores (those, or those before) left every element of their storage written, the allocation recorded as
+        written whole (its marks let go: later launches and the unwritten check need not read them)."""
         for s in self.shadows:
-            if not s.marks_pending:
-                continue
             records, s.marks_pending = s.marks_pending, ()
-            if s.marks is None:
+            if s.marks is None or not s.stored:
                 continue
-            if s.nbytes == s.elements * s.elsize and _covers(records, s.elements):
-                ALLOCATIONS.written_whole(s.views[0].home_ptr)
-                s.marks = s.written = None
+            whole = s.nbytes == s.elements * s.elsize
+            if whole and records and _covers(records, s.elements):
+                self._written_whole(s)
                 continue
             for rows in records:
                 rows.view(s.marks)[...] = s.marked
+            if whole and bool((s.marks == s.marked).all()):
+                self._written_whole(s)
+
+    @staticmethod
+    def _written_whole(s: Shadow) -> None:
+        ALLOCATIONS.written_whole(s.views[0].home_ptr)
+        s.marks = s.written = None
 
     def _defer_rows(self, s: Shadow, rows: Rows, programs: np.ndarray) -> None:
         """_defer's record of a Rows load: each program's first element and count."""

@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..interpreter.batched import program_axis
+from ..interpreter.batched.launch_replay import NOTHING
 from ..interpreter.frames import KernelError
 from ..interpreter.hooks import memory_events
 
@@ -320,6 +321,13 @@ class _LockListener:
                 if program in held:  # (the others hold no lock to release)
                     locks.enter(program, programs, batch.serial)
                     locks.after_atomic(lanes[0], None if mask is None else lanes[1])
+
+
+    def replay_step(self, access: memory_events.Access, recording):
+        """A replayed launch (launch_replay.py) has no atomic and no volatile load: nothing of a lock to follow."""
+        if access.kind == "atomic" or access.call.arguments.get("is_volatile"):
+            return None
+        return NOTHING
 
 
 def _programs_of_lanes(batch, operands: list[np.ndarray]):

@@ -21,7 +21,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..interpreter.batched.batch_memory import forget_span, saved
+from ..interpreter.batched.batch_memory import RowGroups, Rows, forget_span, parts_of, rows_elements, saved
+from ..interpreter.frames import ReplayAbort
 from ..report import Finding
 from .dense_rows import DenseRows
 from .issues import MAX_EXAMPLES, Issue
@@ -344,9 +345,7 @@ class LaunchChecker(DenseRows, Readers):
                 self._stamp(s, "reader", mine, linear_pid)
             return
         # store or atomic
-        if self.undo is not None and not s.stored:
-            self.undo.append((s, "stored", None))
-        s.stored = True
+        self._stored(s)
         if kind != "store" and "uninit" in checks and s.maybe_cold:
             # An atomic reads the old value before it writes: on torch.empty memory it adds to garbage.
             cold = ~self._init_of(s)[elems]
@@ -384,12 +383,50 @@ class LaunchChecker(DenseRows, Readers):
                              "store in the same launch", s, elems, mixed, linear_pid, pid, where)
             self._write(s, table, elems, linear_pid, before)  # lanes in program order: the last program's stays
             self._stamp(s, role, elems, linear_pid)
+        self._written(s, elems)
+
+    def _stored(self, s: Shadow) -> None:
+        """s is stored to in this launch (undoable)."""
+        if self.undo is not None and not s.stored:
+            self.undo.append((s, "stored", None))
+        s.stored = True
+
+    def _written(self, s: Shadow, elems: np.ndarray) -> None:
+        """The elements hold data now: init (while it matters) and the allocation's written marks."""
         if s.maybe_cold and s.init is not None:  # (not made yet: the marks below record the write for it)
             self._write(s, "init", elems, True)
         if s.marks is not None:
             self._write(s, "marks", elems, s.marked)
         elif s.written is not None:
             self._write(s, "written", elems, True)
+
+    # -- a replayed launch (launch_replay.py): its accesses are the recorded launch's, found in bounds and free of
+    # races then (those follow from the key alone); what depends on memory is done again ----------------------------
+    def shadow_for(self, ptr: int, elsize: int) -> Shadow:
+        """The shadow of the storage at `ptr` seen in elements of `elsize` bytes."""
+        return next(s for s in self.shadows if s.ptr == ptr and s.elsize == elsize)
+
+    def replay_load(self, s: Shadow, elements: np.ndarray | Rows | RowGroups) -> None:
+        """A replayed load of these elements: an uninitialised one stops the replay (the ordinary run reports it)."""
+        if "uninit" not in self.checks or not s.maybe_cold:
+            return
+        init = self._init_of(s)
+        held = bool(init[elements].all()) if isinstance(elements, np.ndarray) else \
+            all(rows.view(init).all() for _, _, rows in parts_of(elements))
+        if not held:
+            raise ReplayAbort("a load of memory nothing wrote")
+
+    def replay_store(self, s: Shadow, elements: np.ndarray | Rows | RowGroups) -> None:
+        """A replayed store to these elements: s stored to, the elements written (as the access's own path marks
+        them: the lane by lane one, or dense rows kept aside until the launch's end)."""
+        self._stored(s)
+        if isinstance(elements, np.ndarray):
+            self._written(s, elements)
+        elif s.marks is None and s.written is not None:  # (the dense-rows path leaves such a storage lane by lane)
+            self._written(s, np.concatenate([rows_elements(rows) for _, _, rows in parts_of(elements)]))
+        else:
+            for _, _, rows in parts_of(elements):
+                self._rows_written(s, rows)
 
     def _init_of(self, s: Shadow) -> np.ndarray:
         """s.init (per element: holds data), made now if Shadow.create left it for its first read: from the

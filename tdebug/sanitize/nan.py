@@ -22,7 +22,7 @@ import numpy as np
 
 from ..interpreter.batched import program_axis
 from ..interpreter.batched.launch import current_batch
-from ..interpreter.frames import current_pid, user_frame
+from ..interpreter.frames import ReplayAbort, current_pid, user_frame
 from ..interpreter.hooks import memory_events
 from ..interpreter.semantics import bf16
 from ..interpreter.versions import patcher
@@ -176,12 +176,25 @@ class NanTracker:
     def checkpoint(self) -> tuple:
         return len(self.origins), {k: dataclasses.replace(r, pids=list(r.pids), lanes=list(r.lanes),
                                                                        ranked=list(r.ranked))
-                                   for k, r in self.reached.items()}
+                                   for k, r in self.reached.items()}, self.pending, self.live
 
     def rollback(self, token: tuple) -> None:
-        count, reached = token
+        count, reached, self.pending, self.live = token
         del self.origins[count:]
         self.reached = reached
+
+    # -- a replayed launch (launch_replay.py): no origin in its recorded batch; one made at a replay stops it -----
+    def replay_step(self, access, recording) -> Callable | None:
+        """The store check at a replay: a value with an origin may reach this store, the ordinary run says."""
+        def step(replay) -> None:
+            if self.live:
+                raise ReplayAbort("a NaN/Inf origin may reach a store")
+
+        return step
+
+    def unreplayable(self, token: tuple) -> str | None:
+        count = token[0]
+        return "a NaN/Inf made" if len(self.origins) != count or self.live else None
 
     def commit(self, token: tuple) -> None:
         pass

@@ -14,6 +14,8 @@ model needs beyond the accesses: atomics into spin locks (locks.py) and pointers
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..catalogue.poison import ALLOCATIONS
@@ -146,6 +148,43 @@ class SanitizerSession:
         now = sum(i.count for i in checker.issues.values() if i.check == "race")
         return "a race between programs" if now > before else None
 
+    # -- a replayed launch (launch_replay.py) ---------------------------------------------------------------------
+    def replay_step(self, access: memory_events.Access, recording) -> Callable | None:
+        """What this session does again for a recorded load or store at a replay of its launch: its bounds and its
+        races follow from the key (none, or the launch would not have been recorded); what depends on memory is
+        done again (LaunchChecker.replay_load: an uninitialised read stops the replay; replay_store: the written
+        marks)."""
+        r = access.resolution
+        if self.probing is not None or self.current is None or r is None or access.kind == "atomic":
+            return None
+        index, elsize, kind, elements = recording.storage_index(r.storage), r.elsize, access.kind, r.elements
+
+        def step(replay) -> None:
+            checker = self.current
+            if checker is None:  # (off for this launch: pytest's skip mark)
+                return
+            s = checker.shadow_for(replay.ptr(index), elsize)
+            if kind == "load":
+                checker.replay_load(s, elements)
+            else:
+                checker.replay_store(s, elements)
+
+        return step
+
+    def unreplayable(self, token: tuple) -> str | None:
+        """Why the batch since `token` cannot be replayed: a finding, a storage reached by a pointer built from an
+        integer, locks ordering its accesses (None: it can)."""
+        checker, mine = token
+        if self.probing is not None:
+            return "a program past the grid"
+        if checker is None or mine is None:
+            return None
+        if sum(i.count for i in checker.issues.values()) != sum(i.count for i in mine[0].values()):
+            return "a finding"
+        if len(checker.shadows) != len(mine[1]) or (checker.order is not None and checker.order.active):
+            return "pointers built from integers, or locks"
+        return None
+
     # -- launches (grid_loop's listener hooks) ------------------------------------------------------
     def around_launch(self, proceed, executor, *args, **kwargs):
         """The launch, then its end (the shadows judged), then the probe past the grid: the launch again, one
@@ -276,7 +315,7 @@ class SanitizerSession:
                 and checker.resolved[0].views[0].tensor.device.type == "cpu":  # its memory readable by numpy
             s, aligned, elements, lanes = checker.resolved
             access.resolution = batch_memory.Resolved(ptrs.data, None if mask is None else mask.data,
-                                                      s.array, s.elsize, aligned, elements, lanes)
+                                                      s.array, s.elsize, aligned, elements, lanes, s.ptr)
         return safe
 
     def _tensor_name(self, addr: int) -> str:

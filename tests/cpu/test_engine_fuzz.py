@@ -56,7 +56,7 @@ def test_a_disagreement_is_shrunk_to_a_small_kernel(tmp_path):
     planted = [c for c in report["classes"] if c["signature"] == "planted"]
     assert planted, report["classes"]
     text = Path(planted[0]["file"]).read_text()
-    body = text[text.index("def fuzz_kernel"):text.index("def scenario")].strip().splitlines()
+    body = text[text.index("def fuzz_kernel"):text.index("def launch")].strip().splitlines()
     assert planted[0]["statements"] <= 6 and len(body) <= 7, text
     assert "tl.sum" in text  # the planted class: a kernel with a reduction
     assert report["kernels"] >= 5 and report["kernels_per_minute"] > 0

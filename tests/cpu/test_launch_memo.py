@@ -150,6 +150,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import torch
 from triton.runtime import interpreter
 from tdebug.interpreter.fast import launch_memo
+from tdebug.interpreter.hooks import provenance
 triton_own = interpreter._implicit_cvt
 fast = launch_memo._typed_args(triton_own)
 args = [0, 1, -1, 7, 2**31 - 1, -2**31, 2**31, -2**31 - 1, 2**40, 2**63 + 5, 1.5, None, "s"]  # (bools: scalars.py)
@@ -164,7 +165,9 @@ for arg in args:
         same.append(a is b)
         continue
     same.append(type(a.type) is type(b.type) and a.type == b.type and a.handle.dtype == b.handle.dtype
-                and a.handle.data.dtype == b.handle.data.dtype and a.handle.data.tolist() == b.handle.data.tolist())
+                and a.handle.data.dtype == b.handle.data.dtype and a.handle.data.tolist() == b.handle.data.tolist()
+                and provenance.origin(b.handle) == (arg.untyped_storage().data_ptr() if type(arg) is torch.Tensor
+                                                    else provenance.origin(a.handle)))
 print(json.dumps({"same": same, "args": len(args)}))
 '''
 

@@ -77,6 +77,7 @@ class Resolved:
     aligned: bool  # every active lane's address is at a whole element of the storage
     elements: np.ndarray | Rows | RowGroups  # per active lane, its element index (int64); or the lanes as Rows
     lanes: np.ndarray | None  # the active lanes' flat indices (None: every lane; Rows: their columns)
+    storage: int = 0  # the storage's address (data_ptr)
 
 
 @dataclass
@@ -181,7 +182,7 @@ def _take(ptrs, mask, dtype: np.dtype) -> Resolved | None:
 
 
 def _load(original):
-    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+    from triton.runtime.interpreter import _get_np_dtype
 
     def create_masked_load(*args, **kwargs):
         if _resolution() is None:
@@ -193,37 +194,53 @@ def _load(original):
         r = _take(ptrs, mask, dtype)
         if r is None:
             return original(*args, **kwargs)
-        shape = ptrs.data.shape
-        if isinstance(r.elements, (Rows, RowGroups)):
-            COUNTS.rows += 1
-            memory = r.memory(dtype)
-            if isinstance(r.elements, Rows) and r.elements.every_lane:
-                return TensorHandle(np.array(r.elements.view(memory)).reshape(shape), dtype_tt)
-            out = _masked_off(other, shape, dtype)
-            every = out.reshape(shape[0], -1)
-            for begin, end, rows in _parts(r.elements):
-                every[begin:end, rows.start:rows.stop] = rows.view(memory)
-            return TensorHandle(out, dtype_tt)
-        values = r.memory(dtype)[r.elements]
-        if r.lanes is None:
-            return TensorHandle(values.reshape(shape), dtype_tt)
-        out = _masked_off(other, shape, dtype)
-        out.reshape(-1)[r.lanes] = values
-        return TensorHandle(out, dtype_tt)
+        current_launch().access.numpy = True
+        return load_resolved(r.elements, r.lanes, r.memory(dtype), ptrs.data.shape, dtype, dtype_tt,
+                             None if other is None else other.data)
 
     return create_masked_load
 
 
-def _parts(elements: Rows | RowGroups) -> list[tuple[int, int, Rows]]:
+def load_resolved(elements: np.ndarray | Rows | RowGroups, lanes: np.ndarray | None, memory: np.ndarray,
+                  shape: tuple[int, ...], dtype: np.dtype, dtype_tt, other: np.ndarray | None):
+    """A batched load's result (a TensorHandle of `shape`) from the elements of `memory` (one storage as an array of
+    the load's dtype) that a resolution named (Resolved.elements and .lanes), `other` (its data, None: zeros) in the
+    lanes masked off."""
+    from triton.runtime.interpreter import TensorHandle
+
+    if isinstance(elements, (Rows, RowGroups)):
+        COUNTS.rows += 1
+        if isinstance(elements, Rows) and elements.every_lane:
+            return TensorHandle(np.array(elements.view(memory)).reshape(shape), dtype_tt)
+        out = _masked_off(other, shape, dtype)
+        every = out.reshape(shape[0], -1)
+        for begin, end, rows in parts_of(elements):
+            every[begin:end, rows.start:rows.stop] = rows.view(memory)
+        return TensorHandle(out, dtype_tt)
+    values = memory[elements]
+    if lanes is None:
+        return TensorHandle(values.reshape(shape), dtype_tt)
+    out = _masked_off(other, shape, dtype)
+    out.reshape(-1)[lanes] = values
+    return TensorHandle(out, dtype_tt)
+
+
+def parts_of(elements: Rows | RowGroups) -> list[tuple[int, int, Rows]]:
     """(first program row, last + 1, Rows) per group of an access done through Rows views (Rows: one group)."""
     return elements.parts() if isinstance(elements, RowGroups) else [(0, elements.programs, elements)]
 
 
-def _masked_off(other, shape: tuple, dtype: np.dtype) -> np.ndarray:
+def rows_elements(rows: Rows) -> np.ndarray:
+    """The element indices Rows stand for, program by program (what the lane by lane path reads them as)."""
+    return (rows.first + rows.step * np.arange(rows.programs, dtype=np.int64)[:, None]
+            + np.arange(rows.n, dtype=np.int64)).reshape(-1)
+
+
+def _masked_off(other: np.ndarray | None, shape: tuple, dtype: np.dtype) -> np.ndarray:
     """A load's result before its active lanes are filled in: `other` in every lane (zeros without one)."""
     # order "C": the lanes are then written through a reshape of it (a view only of a C-ordered array; numpy's
     # default "K" order lays a copy of a broadcast operand out otherwise)
-    return np.array(np.broadcast_to(other.data, shape), dtype=dtype, order="C") if other is not None \
+    return np.array(np.broadcast_to(other, shape), dtype=dtype, order="C") if other is not None \
         else np.zeros(shape, dtype)
 
 
@@ -242,24 +259,31 @@ def _store(original):
             if undo is not None:
                 undo.take()
             return original(*args, **kwargs)
-        memory = r.memory(values.dtype)
-        if isinstance(r.elements, (Rows, RowGroups)):
-            COUNTS.rows += 1
-            every = values.reshape(values.shape[0], -1)
-            for begin, end, rows in _parts(r.elements):
-                view = rows.view(memory)
-                if undo is not None:
-                    undo.save_view(view)
-                view[...] = every[begin:end, rows.start:rows.stop]
-            return None
-        flat = values.reshape(-1)
-        if undo is not None:
-            undo.save(memory, r.elements)
-        # Lanes in the serial engine's program order: on an element stored by several, the last one stays.
-        memory[r.elements] = flat if r.lanes is None else flat[r.lanes]
+        current_launch().access.numpy = True
+        store_resolved(r.elements, r.lanes, r.memory(values.dtype), values, undo)
         return None
 
     return create_masked_store
+
+
+def store_resolved(elements: np.ndarray | Rows | RowGroups, lanes: np.ndarray | None, memory: np.ndarray,
+                   values: np.ndarray, undo: MemoryUndo | None) -> None:
+    """A batched store of `values` (the op's shape) into the elements of `memory` (one storage as an array of their
+    dtype) that a resolution named, what it overwrites saved in `undo` first."""
+    if isinstance(elements, (Rows, RowGroups)):
+        COUNTS.rows += 1
+        every = values.reshape(values.shape[0], -1)
+        for begin, end, rows in parts_of(elements):
+            view = rows.view(memory)
+            if undo is not None:
+                undo.save_view(view)
+            view[...] = every[begin:end, rows.start:rows.stop]
+        return
+    flat = values.reshape(-1)
+    if undo is not None:
+        undo.save(memory, elements)
+    # Lanes in the serial engine's program order: on an element stored by several, the last one stays.
+    memory[elements] = flat if lanes is None else flat[lanes]
 
 
 def _addptr(original):

@@ -27,8 +27,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from ... import settings
+from ..frames import ReplayAbort
 from ..versions import LAYERS, forget_fault, layers_of, patcher
-from . import prescan, program_axis
+from . import launch_replay, prescan, program_axis
 from .atomic_order import AtomicConflict
 from .batch_memory import MemoryUndo
 from .launch import Launch, current_launch, enter, leave, storages
@@ -85,6 +86,9 @@ class Stats:
     lane_iterations: int = 0  # the iterations in them
     lane_folds: int = 0  # accumulators folded over a chunk as whole numpy ops (lane_folds.py)
     lanes_refused: int = 0  # batches run again with a loop iterating as written (program_axis.LanesRefused)
+    recordings: int = 0  # batches recorded for replays of their key (launch_replay.py), kept
+    replays: int = 0  # batches replayed from a recording
+    replay_aborts: int = 0  # replays that gave up (the batch ran the ordinary way)
     fallbacks: list[str] = field(default_factory=list)  # why a launch ran serially
 
     def predicated_loop(self, compacted: bool = False) -> None:
@@ -121,6 +125,7 @@ def executor() -> str:
 def force_serial(reason: str) -> None:
     """Every later launch of this process runs on the serial engine, for `reason` (a breakpoint is set)."""
     FORCE_SERIAL.append(reason)
+    launch_replay.forget()
 
 
 @contextlib.contextmanager
@@ -175,6 +180,7 @@ def listen(layer: str, listener: Any, ops: frozenset[str] = frozenset()) -> None
     (versions.LAYERS); listening again replaces its earlier registration. A listener of memory ops registers
     through memory_events.listen, which calls this with the ops it hears."""
     LISTENING.add(layer, listener, ops)
+    launch_replay.forget()  # what a launch's listeners do may differ now
     hooks = (LISTENING.on_launch, LISTENING.before_host_args, LISTENING.on_host_args, LISTENING.on_launch_end,
              LISTENING.around_launch, LISTENING.host_args)
     if any(hooks) and not _installed():
@@ -217,8 +223,9 @@ def _serial_program(fn, args: dict, pid: tuple[int, int, int]) -> None:
 class BatchedLaunch:
     """One launch run by the batched engine; after an op it cannot batch, the rest of the launch runs serially."""
 
-    def __init__(self, fn, launch: Launch) -> None:
+    def __init__(self, fn, launch: Launch, patch_lang: Callable[[], None] | None = None) -> None:
         self.fn, self.launch = fn, launch
+        self.patch_lang = patch_lang  # patches the language for the kernel's code, if a replay left it unpatched
         self.args, self.grid, self.storages = launch.args, launch.grid, launch.storages
         self.batch_size = FIRST_BATCH
         self.batch_cap = MAX_BATCH  # programs in one batch at most (less after atomics met: atomic_order.py)
@@ -226,6 +233,8 @@ class BatchedLaunch:
         # A part of one program runs as a batch of one where the kernel has loops whose iterations may run as lanes
         # of a batch (loop_lanes.py), on the serial engine otherwise
         self.one_as_batch = prescan.lane_loops(fn)
+        self.replay: tuple | None = None  # (key, plan): the first batch, the whole launch, replays the plan
+        self.record: tuple | None = None  # the key the first batch, the whole launch, is recorded for
 
     def run(self) -> None:
         order = _order(self.grid)
@@ -247,22 +256,31 @@ class BatchedLaunch:
                 for i in range(part.shape[1]):
                     _serial_program(self.fn, self.args, tuple(int(v) for v in part[:, i]))
                 continue
+            if self.replay is not None:
+                replay, self.replay = self.replay, None
+                if self._replayed(part, *replay):
+                    continue
             memory = MemoryUndo(self.storages)
             tokens = [listener.checkpoint() for listener in LISTENERS]
             batch = Batch(part, memory=memory)
             STATS.batches += 1
             launch = self.launch
             launch.batch = batch
+            recording = None
+            if self.record is not None:
+                recording = launch_replay.Recording(launch, self.record)
+                self.record, before = None, _engine_counts()
             try:
                 try:
-                    self.fn(**self.args)
+                    if recording is not None:
+                        with _recorded(recording):
+                            self.fn(**self.args)
+                    else:
+                        self.fn(**self.args)
                 except Exception as error:
                     raise _engine_signal(error) or error  # noqa: B904 - the engine's own signal, unwrapped
             except (Divergent, Unported, LanesRefused) as signal:
-                launch.batch = None
-                memory.restore()
-                for listener, token in zip(LISTENERS, tokens):
-                    listener.rollback(token)
+                _undo(launch, memory, tokens, recording)
                 if isinstance(signal, Divergent) and batch.open_lanes is not None:
                     # Lanes of a loop's iterations that disagree inside it (a predicated loop of a helper): that
                     # loop iterates as written
@@ -286,10 +304,7 @@ class BatchedLaunch:
                         self.batch_cap = min(self.batch_cap, todo[0].shape[1])
                 continue
             except Exception as error:
-                launch.batch = None
-                memory.restore()
-                for listener, token in zip(LISTENERS, tokens):
-                    listener.rollback(token)
+                _undo(launch, memory, tokens, recording)
                 forget_fault(error)
                 if batch.open_lanes is not None:
                     # Raised while a loop's iterations ran as lanes: the batch again, that loop as written, so that
@@ -314,20 +329,124 @@ class BatchedLaunch:
                 raise
             finally:
                 launch.batch = None
-            why = next(filter(None, (getattr(listener, "serial_reason", _never)(token)
-                                     for listener, token in zip(LISTENERS, tokens))), None)
+            why = _serial_reason(tokens)
             if why is not None:  # e.g. a race between programs: its findings depend on the programs' order
-                memory.restore()
-                for listener, token in zip(LISTENERS, tokens):
-                    listener.rollback(token)
+                _undo(launch, memory, tokens, recording)
                 self.serial_from = why
                 todo.insert(0, part)
                 continue
+            if recording is not None:
+                _keep_recording(recording, batch, tokens, before, todo)
+            self._commit(batch, tokens)
+
+    def _replayed(self, part: np.ndarray, key: tuple, plan: launch_replay.Plan) -> bool:
+        """Run the batch `part` (every program of the launch) by replaying `plan`; False: it gave up (ReplayAbort, or
+        an error the ordinary run raises again where it belongs), and what it did is undone."""
+        memory = MemoryUndo(self.storages)
+        tokens = [listener.checkpoint() for listener in LISTENERS]
+        batch = Batch(part, memory=memory)
+        launch = self.launch
+        launch.batch = batch
+        try:
+            launch_replay.run(plan, launch, batch)
+        except Exception as error:
+            _undo(launch, memory, tokens)
+            forget_fault(error)
+            launch_replay.aborted(key, plan)
+            STATS.replay_aborts += 1
+            reason = str(error) if isinstance(error, ReplayAbort) else f"{type(error).__name__}: {error}"
+            _say(f"{self.launch.name}: its replay gave up ({reason}); the batch runs again")
+            if self.patch_lang is not None:
+                self.patch_lang()
+            return False
+        except BaseException:
             for listener, token in zip(LISTENERS, tokens):
                 listener.commit(token)
-            batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
-            self.batch_size = int(max(2, min(MAX_BATCH, self.batch_cap,
-                                             BATCH_ELEMENTS // max(1, program_axis.largest()))))
+            raise
+        finally:
+            launch.batch = None
+        why = _serial_reason(tokens)
+        if why is not None:
+            _undo(launch, memory, tokens)
+            launch_replay.aborted(key, plan)
+            STATS.replay_aborts += 1
+            if self.patch_lang is not None:
+                self.patch_lang()
+            return False
+        STATS.batches += 1
+        STATS.replays += 1
+        self._commit(batch, tokens)
+        return True
+
+    def _commit(self, batch: Batch, tokens: list) -> None:
+        """A batch done: every listener keeps what it did; the next batches sized by the largest block seen."""
+        for listener, token in zip(LISTENERS, tokens):
+            listener.commit(token)
+        batch.memory = None  # its undo (old values, element indices) is let go: the store records keep the batch
+        self.batch_size = int(max(2, min(MAX_BATCH, self.batch_cap,
+                                         BATCH_ELEMENTS // max(1, program_axis.largest()))))
+
+
+def _undo(launch: Launch, memory: MemoryUndo, tokens: list, recording: launch_replay.Recording | None = None) -> None:
+    """What a batch did, undone: its memory writes and every listener's state since its checkpoint (a recording of
+    it refused: the batch runs again otherwise)."""
+    launch.batch = None
+    memory.restore()
+    for listener, token in zip(LISTENERS, tokens):
+        listener.rollback(token)
+    if recording is not None:
+        recording.refuse("the batch was run again (split, given to the serial engine, or an error)")
+        launch_replay.refuse(recording.key, recording.why)
+
+
+def _serial_reason(tokens: list) -> str | None:
+    """Why the batch since `tokens` must run again on the serial engine (the first listener's reason), or None."""
+    return next(filter(None, (getattr(listener, "serial_reason", _never)(token)
+                              for listener, token in zip(LISTENERS, tokens))), None)
+
+
+_COUNTED = ("splits", "predicated_loops", "compacted_iterations", "predicated_ifs", "lane_chunks", "lanes_refused")
+
+
+def _engine_counts() -> tuple[int, ...]:
+    """The engine's counts of what a recorded batch may not have done (split, predicated, lanes)."""
+    return tuple(getattr(STATS, name) for name in _COUNTED)
+
+
+@contextlib.contextmanager
+def _recorded(recording: launch_replay.Recording) -> Iterator[None]:
+    """Inside the block the kernel's builder ops go through the recording (the interpreter's builder stood in for)."""
+    from triton.runtime import interpreter
+
+    semantic = interpreter.interpreter_semantic
+    builder, semantic.builder = semantic.builder, recording.stand_in(semantic.builder)
+    launch = recording.launch
+    launch.recording = recording
+    try:
+        yield
+    finally:
+        semantic.builder = builder
+        launch.recording = None
+
+
+def _keep_recording(recording: launch_replay.Recording, batch: Batch, tokens: list, before: tuple,
+                    todo: list) -> None:
+    """A recorded batch that ran through: its plan is kept when nothing in it was out of the ordinary."""
+    why = recording.why if not recording.ok else None
+    if why is None and (todo or _engine_counts() != before or batch.predicated or batch.atomics):
+        why = "a split, a predicated loop or branch, loop lanes or an atomic"
+    for listener, token in zip(LISTENERS, tokens):
+        if why is not None:
+            break
+        check = getattr(listener, "unreplayable", None)
+        why = f"{type(listener).__name__} cannot tell" if check is None else check(token)
+    if why is not None:
+        launch_replay.refuse(recording.key, why)
+        _say(f"{recording.launch.name}: not recorded for replays ({why})")
+        return
+    launch_replay.keep(recording.key, recording.plan(), recording.launch.kernel)
+    STATS.recordings += 1
+    _say(f"{recording.launch.name}: recorded for replays of its key")
 
 
 def _refuse_lanes(key: tuple) -> None:
@@ -565,19 +684,31 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
     for hook in self.pre_run_hooks:
         hook(*args_hst, **kwargs_hst)
     program_axis.install()
-    patch_scope = interpreter._patch_lang(self.fn)
+    raw = _call_args(self.fn, args_hst, kwargs_hst)
+    scopes: list = []
+
+    def patch_lang() -> None:
+        """The language patched for the kernel's code (once; a replay that gives up patches it then)."""
+        if not scopes:
+            scopes.append(interpreter._patch_lang(self.fn))
+
+    replay = None
     try:
-        args = _call_args(self.fn, args_hst, kwargs_hst)
-        args = {name: arg if name in self.constexprs else interpreter._implicit_cvt(arg)
-                for name, arg in args.items()}
-        grid = self.grid(args) if callable(self.grid) else self.grid
-        assert len(grid) <= 3, "grid must have at most 3 dimensions"
-        grid = tuple(grid) + (1,) * (3 - len(grid))
+        if launch_replay.planned(self.fn):  # a launch with a plan runs no kernel code: no language patched for it
+            args, grid = _bound(self, raw)
+            key = launch_replay.key_of(self, raw, grid)
+            plan = launch_replay.plan_for(key)
+            replay = None if plan is None else (key, plan)
+            if plan is not None and plan.language:  # (a reduction's combine function runs at its replays)
+                patch_lang()
+        if replay is None:  # (after the patch, as Triton binds them)
+            patch_lang()
+            args, grid = _bound(self, raw)
         launch.args, launch.grid = args, grid
         launch.storages = storages(list(args_hst) + list(kwargs_hst.values()))
         interpreter.interpreter_builder.set_grid_dim(*grid)
         try:
-            _run_grid(self, launch)
+            _run_grid(self, launch, raw, replay, patch_lang)
         except Exception as e:
             import triton
 
@@ -586,18 +717,42 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
             raise interpreter.InterpreterError(repr(e)) from e
     finally:
         launch.batch = None
-        patch_scope.restore()
+        for scope in scopes:
+            scope.restore()
     self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
 
 
-def _run_grid(executor_obj, launch: Launch) -> None:
+def _bound(executor_obj, raw: dict[str, Any]) -> tuple[dict[str, Any], tuple[int, int, int]]:
+    """The kernel's arguments as it runs them (scalars and tensors as Triton's tensors, constexprs as they are) and
+    the launch's grid, three axes."""
+    from triton.runtime import interpreter
+
+    args = {name: arg if name in executor_obj.constexprs else interpreter._implicit_cvt(arg)
+            for name, arg in raw.items()}
+    grid = executor_obj.grid(args) if callable(executor_obj.grid) else executor_obj.grid
+    assert len(grid) <= 3, "grid must have at most 3 dimensions"
+    return args, tuple(grid) + (1,) * (3 - len(grid))
+
+
+def _run_grid(executor_obj, launch: Launch, raw: dict[str, Any] | None = None, replay: tuple | None = None,
+              patch_lang: Callable[[], None] | None = None) -> None:
+    """The launch's programs, batched or serially. raw: its arguments as bound (for a replay's key); replay: (key,
+    plan) when the language is left unpatched for a replay, patch_lang() patching it if the kernel's code runs."""
     name, args, grid = executor_obj.fn.__name__, launch.args, launch.grid
     why = _why_serial(executor_obj, grid)
     if why is None:
         from triton.runtime.interpreter import interpreter_builder
 
         interpreter_builder.grid_idx = (0, 0, 0)  # what a listener reads between memory ops
-        batched = BatchedLaunch(executor_obj.fn, launch)
+        batched = BatchedLaunch(executor_obj.fn, launch, patch_lang)
+        if raw is not None and 1 < grid[0] * grid[1] * grid[2] <= batched.batch_size:  # one batch: replayable
+            if replay is None:
+                key = launch_replay.key_of(executor_obj, raw, grid)
+                if launch_replay.should_record(key):
+                    batched.record = key
+            batched.replay = replay
+        elif patch_lang is not None:
+            patch_lang()
         batched.run()
         if batched.serial_from is None:
             STATS.launches_batched += 1
@@ -606,6 +761,8 @@ def _run_grid(executor_obj, launch: Launch) -> None:
         why = batched.serial_from
         _say(f"{name}: batched engine, then serial ({why}), grid {grid}")
     else:
+        if patch_lang is not None:
+            patch_lang()
         _say(f"{name}: serial engine ({why}), grid {grid}")
         for x in range(grid[0]):
             for y in range(grid[1]):

@@ -21,7 +21,7 @@ class Launch:
     instead of binding the call and walking its arguments itself."""
 
     __slots__ = ("executor", "args_dev", "kwargs", "args", "grid", "_device_storages", "_smallest_element",
-                 "storages", "_parts", "batch", "access")
+                 "storages", "_parts", "batch", "access", "recording")
 
     def __init__(self, executor_obj, args_dev: tuple, kwargs: dict, outer: Launch | None = None) -> None:
         self.executor = executor_obj  # Triton's GridExecutor
@@ -36,6 +36,8 @@ class Launch:
         # batch runs (a kernel called from a kernel's Python) runs inside that batch.
         self.batch: Batch | None = None if outer is None else outer.batch
         self.access: Access | None = None  # the memory op running now, while its listeners and the op run
+        # While the batch runs that launch_replay.py records for a later launch of the same key: its Recording
+        self.recording: Any = None
 
     @property
     def kernel(self):
@@ -117,22 +119,32 @@ def storages(values) -> list:
 
 def _tensor_storages(values) -> tuple[dict[int, Any], int]:
     """storages() by address, and the smallest element size of the tensors found (0: none)."""
+    import torch
+
     seen: dict[int, Any] = {}
     smallest = 0
+    tensor = torch.Tensor
+
+    def add(t) -> None:
+        nonlocal smallest
+        storage = t.untyped_storage()
+        if storage.nbytes():
+            seen.setdefault(storage.data_ptr(), storage)
+            size = t.element_size()
+            smallest = size if not smallest else min(smallest, size)
 
     def visit(v) -> None:
-        nonlocal smallest
-        if isinstance(v, (list, tuple)):
+        if type(v) is tensor:  # (the common arguments first)
+            add(v)
+        elif type(v) in (int, float, bool) or v is None:
+            return
+        elif isinstance(v, (list, tuple)):
             for x in v:
                 visit(x)
-            return
-        base = getattr(v, "base", v)  # TensorWrapper / TensorDescriptor
-        if hasattr(base, "untyped_storage"):
-            storage = base.untyped_storage()
-            if storage.nbytes():
-                seen.setdefault(storage.data_ptr(), storage)
-                size = base.element_size()
-                smallest = size if not smallest else min(smallest, size)
+        else:
+            base = getattr(v, "base", v)  # TensorWrapper / TensorDescriptor
+            if hasattr(base, "untyped_storage"):
+                add(base)
 
     for v in values:
         visit(v)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..semantics import boolops
 from ..versions import rewrite_jit_functions
-from . import predicated_loops
+from . import predicated_loops, program_axis
 from .launch import current_batch
 from .predicated_loops import _ESCAPES, LoopRewriter, _boolop_operands, _Place
 from .program_axis import MARK
@@ -231,6 +231,7 @@ def _truth(test: Any, batch) -> np.ndarray | None:
     data = np.asarray(handle.data)
     if data.ndim == 0 or data[0].size != 1:
         return None
+    program_axis.decides(handle)
     return data.reshape(data.shape[0]) != 0  # NaN is true, as bool() has it
 
 

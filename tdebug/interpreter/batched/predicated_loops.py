@@ -397,6 +397,7 @@ def _per_program(value: Any, batch) -> np.ndarray | None:
     data = np.asarray(handle.data)
     if data[0].size != 1 or data.dtype.kind not in "iu":
         return None
+    program_axis.decides(handle)
     return data.reshape(data.shape[0]).astype(np.int64)
 
 

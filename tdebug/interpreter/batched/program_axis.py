@@ -447,6 +447,13 @@ def _whole_batch(batch: Batch, original, args: tuple, kwargs: dict, views: bool 
     return mark(out) if out is not None else None
 
 
+def batch_shaped(h, shape: tuple[int, ...]) -> np.ndarray:
+    """A value operand's data as a load or store of the whole batch takes it (_whole_batch with views: the mask,
+    `other`, the stored value): `shape` is the op's, (programs,) + one program's block."""
+    data = (_lift(h, len(shape) - 1) if getattr(h, MARK, False) else h).data
+    return data if data.shape == shape else np.broadcast_to(data, shape)
+
+
 def _of_active(batch: Batch, data, handle):
     """The rows of a batched value that belong to programs in their loops (all of it when not batched)."""
     if batch.active is None or not getattr(handle, MARK, False):
@@ -686,6 +693,14 @@ def _keep_all(t, P: int, rank: int) -> None:
 
 
 # -- Python control flow on per-program values -----------------------------------------------------------------
+def decides(handle) -> None:
+    """The engine reads this batched value to choose what runs (an `if`, a loop's bounds, a value used as a Python
+    bool or index): a launch being recorded for replays (launch_replay.py) must not choose by memory's values."""
+    launch = current_launch()
+    if launch is not None and launch.recording is not None:
+        launch.recording.decides(handle)
+
+
 def uniform(tensor):
     """The one value every program of the batch has for a per-program scalar, or None when the tensor is not
     batched (or is a block); raises Divergent when the programs disagree."""
@@ -693,6 +708,7 @@ def uniform(tensor):
     batch = current_batch()
     if batch is None or not getattr(h, MARK, False):
         return None
+    decides(h)
     data = h.data
     if data[0].size != 1:
         return None

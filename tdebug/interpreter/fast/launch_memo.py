@@ -31,7 +31,7 @@ from ..batched.launch import current_launch
 from ..versions import patcher
 
 patch = patcher("launch_memo")
-patch_typed = patcher("typed_args")  # inside provenance's wrapper of _implicit_cvt, which tags what this returns
+patch_typed = patcher("typed_args")  # outermost on _implicit_cvt: what it returns it tags itself (provenance.tag)
 _OWNER = operator.itemgetter(0)  # of a patch scope's change: (owner, name, original)
 
 
@@ -199,11 +199,14 @@ def _typed_args(original):
     """`_implicit_cvt` of a plain CPU or device tensor and of an int in int32's range from a table of their types:
     Triton asks `tl.str_to_ty(mangle_type(arg))` for every argument of every launch (~15 us each, the largest part
     of a small launch's set-up); the type depends on the tensor's dtype only (a pointer to it), and an int's on its
-    range only (i32 from -2^31 to 2^31 - 1: Triton's mangling, 3.6 to 3.9). The same handle and type as Triton's;
-    anything else (a bool, a wider int, a wrapper, a tuple, a descriptor) goes to Triton's own."""
+    range only (i32 from -2^31 to 2^31 - 1: Triton's mangling, 3.6 to 3.9). The same handle and type as Triton's,
+    a tensor's tagged with its storage as provenance.py tags it; anything else (a bool, a float, a wider int, a
+    wrapper, a tuple, a descriptor) goes to the layers below (scalars, provenance, Triton's own)."""
     import torch
     import triton.language as tl
     from triton.runtime import interpreter
+
+    from ..hooks.provenance import tag
 
     pointers: dict = {}  # torch dtype -> Triton's type of a tensor of it
 
@@ -213,7 +216,9 @@ def _typed_args(original):
             ty = pointers.get(arg.dtype)
             if ty is None:
                 ty = pointers[arg.dtype] = original(arg).type
-            return tl.tensor(interpreter.TensorHandle(np.array([arg.data_ptr()], dtype=np.uint64), ty), ty)
+            handle = interpreter.TensorHandle(np.array([arg.data_ptr()], dtype=np.uint64), ty)
+            tag(handle, arg)
+            return tl.tensor(handle, ty)
         if kind is int and -2**31 <= arg < 2**31:
             return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.int32), tl.int32), tl.int32)
         return original(arg)

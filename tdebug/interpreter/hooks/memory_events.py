@@ -41,7 +41,7 @@ class Access:
     batch, a program per row (program_axis.lane_programs() says which)."""
 
     __slots__ = ("op", "kind", "call", "pointer", "value_name", "unmasked", "refused", "result", "launch",
-                 "resolution")
+                 "resolution", "numpy")
 
     def __init__(self, op: str, call: Call, unmasked: bool, launch: Launch | None) -> None:
         self.op = op
@@ -54,6 +54,7 @@ class Access:
         # The sanitizer's resolution of the op's active lanes to elements of one storage
         # (batch_memory.Resolved; None: none), which the batched memory ops below run on.
         self.resolution: Any = None
+        self.numpy = False  # batch_memory did the op with numpy on that resolution (not Triton's own op)
 
     @property
     def ptrs(self):
@@ -86,7 +87,11 @@ class Access:
 
 class Listener(Protocol):
     """grid_loop.Listener's memory hooks (either may be absent; the same listener may offer the launch's and
-    the batch's hooks too: one registration, `listen`, hands it all of them)."""
+    the batch's hooks too: one registration, `listen`, hands it all of them).
+
+    `replay_step(access, recording)`, asked after an op of a batch that launch_replay.py records: what this
+    listener does for that op again at a replay of the launch, a function of the replay (launch_replay.Replay),
+    launch_replay.NOTHING, or None: the launch cannot be replayed (a listener without it never lets one be)."""
 
     def before(self, access: Access) -> None: ...
 
@@ -99,6 +104,7 @@ class _Listening:
     def __init__(self) -> None:
         # op -> its listeners, outermost first, each with its before and after (None where it has none)
         self.by_op: dict[str, list[tuple[Callable | None, Callable | None]]] = {op: [] for op in OPS}
+        self.listeners: dict[str, list[Any]] = {op: [] for op in OPS}  # op -> its listeners, outermost first
         self.unmasked = False  # inside create_load / create_store
         self.installed = False
 
@@ -106,6 +112,7 @@ class _Listening:
         entries = grid_loop.LISTENING.entries
         for op, hooks in self.by_op.items():
             hooks[:] = [(getattr(e[1], "before", None), getattr(e[1], "after", None)) for e in entries if op in e[2]]
+            self.listeners[op][:] = [e[1] for e in entries if op in e[2]]
 
     def names(self, op: str) -> list[str]:
         """The layers listening to `op`, outermost first."""
@@ -134,6 +141,7 @@ def listeners(op: str) -> list[str]:
 
 def _dispatched(op: str) -> Callable[[Callable], Callable]:
     hooks = LISTENING.by_op[op]  # updated in place as listeners come
+    listeners = LISTENING.listeners[op]
 
     def make(original):
         def dispatch(*args, **kwargs):
@@ -152,6 +160,7 @@ def _dispatched(op: str) -> Callable[[Callable], Callable]:
                         if access.refused:
                             reached = i + 1
                             break
+                resolution = access.resolution  # (what the op below takes: kept for a recording)
                 if access.refused:
                     result = access.result
                 else:
@@ -160,6 +169,8 @@ def _dispatched(op: str) -> Callable[[Callable], Callable]:
                 for _, after in reversed(hooks[:reached]):
                     if after is not None:
                         after(access, result)
+                if launch is not None and launch.recording is not None:  # launch_replay.py: its part of this op
+                    launch.recording.memory_event(access, resolution, result, listeners[:reached])
                 return result
             finally:
                 if launch is not None:

@@ -19,6 +19,14 @@ TAG = "_tdebug_from"  # handle attribute: the data_ptr of the storage the pointe
 EXTENTS: dict[int, int] = {}  # a tag -> its storage's size in bytes (as of the latest launch that passed it)
 
 
+def tag(handle, tensor) -> None:
+    """Tag a pointer argument's handle with the storage of the tensor it points into."""
+    storage = tensor.untyped_storage()
+    ptr = storage.data_ptr()
+    setattr(handle, TAG, ptr)
+    EXTENTS[ptr] = storage.nbytes()
+
+
 def origin(handle) -> int | None:
     return getattr(handle, TAG, None)
 
@@ -75,9 +83,7 @@ def install() -> None:
             out = original(arg)
             base = getattr(arg, "base", arg)  # TensorWrapper
             if hasattr(base, "untyped_storage") and hasattr(out, "handle"):
-                storage = base.untyped_storage()
-                setattr(out.handle, TAG, storage.data_ptr())
-                EXTENTS[storage.data_ptr()] = storage.nbytes()
+                tag(out.handle, base)
             return out
 
         return _implicit_cvt

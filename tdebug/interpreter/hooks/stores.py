@@ -18,6 +18,7 @@ import numpy as np
 from ..batched import program_axis
 from ..batched.batch_memory import Rows, resolved_rows
 from ..batched.launch import current_batch
+from ..batched.launch_replay import NOTHING
 from ..batched.program_axis import Batch, current_program, is_batched, lane_programs
 from ..frames import current_pid, user_frame
 from ..versions import bind, patcher
@@ -105,7 +106,7 @@ class BatchStores:
 
     def of_program(self, i: int) -> list[StoreRecord]:
         a = self.addresses
-        addresses = a.of_program(i) if isinstance(a, Affine) else a[i]
+        addresses = a.of_program(i) if isinstance(a, (Affine, Moved)) else a[i]
         return program_records(self.batch.pid(i), self.file, self.line, self.ranges, addresses,
                                None if self.mask is None else self.mask[i], self.elsize, self.hit, self.atomic)
 
@@ -138,6 +139,19 @@ class Affine:
             if not (flat[i:i + rows] - firsts[i:i + rows, None] == pattern).all():
                 return None
         return Affine(firsts, pattern.reshape(addresses.shape[1:]))
+
+
+@dataclass
+class Moved:
+    """A replayed store's addresses (launch_replay.py): the recorded launch's, `delta` bytes further (its tensor
+    lies elsewhere now), moved per program only when the records are read."""
+
+    addresses: np.ndarray | Affine
+    delta: int
+
+    def of_program(self, i: int) -> np.ndarray:
+        a = self.addresses
+        return _moved(a.of_program(i) if isinstance(a, Affine) else a[i], self.delta)
 
 
 _AFFINE_CHUNK = 1 << 18  # lanes checked per pass by Affine.of
@@ -263,6 +277,7 @@ class StoreRecorder:
         self._scalar_pids: set[tuple[int, int, int]] = set()  # programs (serial engine) whose scalars are kept
         self._frame_scalars: tuple = (None, {})  # (op, _integer_scalars) for the op a batch runs per program
         self._kept = 0  # lanes the current launch's records hold
+        self._marked: tuple[int, int] | None = None  # records before the store a recorded launch runs (replay_step)
         self._total = 0  # lanes the ended launches' records held when they ended
 
     def clear(self) -> None:
@@ -342,8 +357,53 @@ class StoreRecorder:
     def before(self, access: memory_events.Access) -> None:
         """A store or atomic_rmw about to run (memory_events): its lanes under the mask the checks left it."""
         ptrs, mask = access.ptrs, access.mask
+        launch = self._current
+        if launch is not None and access.launch is not None and access.launch.recording is not None:
+            self._marked = (len(launch.raw), len(launch.raw_scalars))  # (what replay_step reads back)
         self.store(ptrs.data, None if mask is None else mask.data, _element_size(ptrs),
                    atomic=access.op == "create_atomic_rmw", rows=resolved_rows(access.resolution, ptrs.data))
+
+    # -- a replayed launch (launch_replay.py) -------------------------------------------------------------------
+    def replay_step(self, access: memory_events.Access, recording):
+        """The record of a recorded store again at a replay: the same lanes, hit count and scalars, the addresses
+        moved to where this launch's tensor is. None (no replay) when its scalars come from memory's values."""
+        launch, marked, self._marked = self._current, self._marked, None
+        if launch is None or not self._ranges or marked is None:
+            return NOTHING if launch is None or not self._ranges else None
+        added, scalars = launch.raw[marked[0]:], launch.raw_scalars[marked[1]:]
+        if not added and not scalars:
+            return NOTHING  # no lane active
+        if launch.dropped or len(added) != 1 or not isinstance(added[0], BatchStores) or len(scalars) > 1:
+            return None
+        if scalars and not _scalars_of_key(recording):
+            return None
+        record, r = added[0], access.resolution
+        index, old = recording.storage_index(r.storage), r.storage
+        have = self._hits.get((record.batch.serial, "scalars"))
+        for entry in scalars:
+            for value in entry[2].values():
+                if isinstance(value, np.ndarray):
+                    value.flags.writeable = False  # shared by every replay's records
+
+        def step(replay) -> None:
+            launch = self._current
+            if launch is None or launch.dropped or not self._ranges:
+                return
+            batch = replay.batch
+            self._hits[(batch.serial, record.file, record.line)] = record.hit
+            launch.changed()
+            launch.raw.append(BatchStores(batch, record.file, record.line, self._ranges, record.elsize,
+                                          Moved(record.addresses, replay.ptr(index) - old), record.mask, record.hit,
+                                          record.atomic, record.lanes))
+            for _, indices, every in scalars:
+                launch.raw_scalars.append((batch.pids, indices, every))
+                self._hits[(batch.serial, "scalars")] = have
+            self._count(launch, record.lanes)
+
+        return step
+
+    def unreplayable(self, token) -> str | None:
+        return None  # (what it records at a replay: replay_step)
 
     def store(self, addresses: np.ndarray, mask: np.ndarray | None, elsize: int, atomic: bool = False,
               rows: Rows | None = None) -> None:
@@ -353,8 +413,12 @@ class StoreRecorder:
             return
         before = len(launch.raw)
         self._store(launch, addresses, mask, elsize, atomic, rows)
-        self._kept += _lanes(launch.raw[before:])
-        if self._kept > self.max_lanes:  # a launch too large to keep (a 1 GB tensor written in place)
+        self._count(launch, _lanes(launch.raw[before:]))
+
+    def _count(self, launch: LaunchStores, lanes: int) -> None:
+        """`lanes` more kept by the running launch: past max_lanes its records go (a 1 GB tensor written in place)."""
+        self._kept += lanes
+        if self._kept > self.max_lanes:
             launch.dropped = True
             launch.raw.clear()
             launch.raw_scalars.clear()
@@ -527,6 +591,35 @@ def program_values(every: dict[str, object], i: int) -> dict[str, int]:
     return values
 
 
+def _scalar_handle(value):
+    """The handle of a kernel local that is an integer scalar tensor (not a block, a pointer, a bf16's bits), or
+    None."""
+    handle = getattr(value, "handle", None)
+    data = getattr(handle, "data", None)
+    if not isinstance(data, np.ndarray) or data.dtype.kind not in "iu":  # (np.issubdtype(, np.integer))
+        return None
+    kind = getattr(value, "type", None)
+    if not callable(getattr(kind, "is_block", None)) or kind.is_block() or kind.is_ptr():
+        return None
+    if not kind.scalar.is_int():  # bf16 / fp8 values are held as integer bit patterns: not integer scalars
+        return None
+    return handle
+
+
+def _scalars_of_key(recording) -> bool:
+    """Are the kernel's integer scalars at this store the key's values (launch_replay.py), none from memory?"""
+    frame = kernel_frame()
+    return frame is not None and not any(
+        handle is not None and recording.is_data(handle)
+        for name, value in frame.f_locals.items() if not name.startswith("_")
+        for handle in (_scalar_handle(value),))
+
+
+def _moved(addresses: np.ndarray, delta: int) -> np.ndarray:
+    """Addresses `delta` bytes further (their dtype's wrap-around arithmetic)."""
+    return (addresses.view(np.uint64) + np.uint64(delta % (1 << 64))).view(addresses.dtype)
+
+
 def _integer_scalars(frame) -> dict[str, object]:
     """The frame's integer scalars: an int, or (batched engine) an array with one value per program."""
     found: dict[str, object] = {}
@@ -536,15 +629,10 @@ def _integer_scalars(frame) -> dict[str, object]:
         if isinstance(value, (int, np.integer)):
             found[name] = int(value)
             continue
-        handle = getattr(value, "handle", None)
-        data = getattr(handle, "data", None)
-        if not isinstance(data, np.ndarray) or data.dtype.kind not in "iu":  # (np.issubdtype(, np.integer))
+        handle = _scalar_handle(value)
+        if handle is None:
             continue
-        kind = getattr(value, "type", None)
-        if not callable(getattr(kind, "is_block", None)) or kind.is_block() or kind.is_ptr():
-            continue
-        if not kind.scalar.is_int():  # bf16 / fp8 values are held as integer bit patterns: not integer scalars
-            continue
+        data = handle.data
         if is_batched(handle):
             found[name] = data.reshape(data.shape[0], -1)[:, 0]
         elif data.size == 1:

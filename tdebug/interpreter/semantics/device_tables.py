@@ -16,6 +16,7 @@ that points into no live device tensor (stale, freed, foreign) is left as it is:
 from __future__ import annotations
 
 import gc
+import operator
 import warnings
 from dataclasses import dataclass, field
 
@@ -199,6 +200,9 @@ def restore_tables(tables: LaunchTables) -> None:
         HOMES.pop(c.host.data_ptr(), None)
 
 
+_NO_TABLES = LaunchTables()  # (never rewritten nor copied: _restore_args_dev leaves it)
+
+
 class _Tables:
     """A listener of grid_loop: each launch's pointer tables mapped once its host copies are made (on_host_args);
     a launch that raised before its restore has its copies dropped (on_launch_end)."""
@@ -209,6 +213,10 @@ class _Tables:
 
     @staticmethod
     def on_host_args(launch, args_hst: list, kwargs_hst: dict) -> None:
+        if all(map(operator.is_, args_hst, launch.args_dev)) and all(
+                kwargs_hst[n] is launch.kwargs.get(n) for n in kwargs_hst):
+            CURRENT.append(_NO_TABLES)  # every argument its own host copy (the CPU's): no device address
+            return
         names = list(kwargs_hst)
         tables = map_tables(list(launch.args_dev) + [launch.kwargs[n] for n in names],
                             list(args_hst) + [kwargs_hst.get(n) for n in names])

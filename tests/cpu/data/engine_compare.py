@@ -8,6 +8,8 @@ import json
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"
+# A kernel's launch replays its key's first (launch_replay.py): every second launch of a key in a scenario does.
+os.environ.setdefault("TDEBUG_REPLAY", "eager")
 
 import torch  # noqa: E402
 
@@ -52,6 +54,7 @@ def run_scenario(fn, seed: int, session, executor: str):
     os.environ["TDEBUG_EXECUTOR"] = executor
     stores.RECORDER.clear()
     before = grid_loop.STATS.launches_batched
+    replays, aborts = grid_loop.STATS.replays, grid_loop.STATS.replay_aborts
     session.begin_case()
     error, out = "", None
     try:
@@ -61,7 +64,8 @@ def run_scenario(fn, seed: int, session, executor: str):
         error = f"{type(e).__name__}: {e}"
     findings = sorted(json.dumps(f.to_dict(), sort_keys=True, default=str) for f in session.end_case())
     return {"out": _bits(out), "findings": findings, "error": error, "records": _records(),
-            "batched": grid_loop.STATS.launches_batched - before}
+            "batched": grid_loop.STATS.launches_batched - before,
+            "replays": grid_loop.STATS.replays - replays, "replay_aborts": grid_loop.STATS.replay_aborts - aborts}
 
 
 def differences(a: dict, b: dict, keys=KEYS) -> list[str]:

@@ -64,6 +64,7 @@ def scenarios(path, names: list[str], session) -> int:
         chunks, refused = grid_loop.STATS.lane_chunks, grid_loop.STATS.lanes_refused
         folds = grid_loop.STATS.lane_folds
         rows = batch_memory.COUNTS.rows
+        recordings = grid_loop.STATS.recordings
         b = run_scenario(getattr(module, name), seed, session, "batched")
         report["scenarios"][name] = {"batched_launches": b["batched"], "error": b["error"],
                                      "findings": [json.loads(f)["check"] for f in b["findings"]],
@@ -74,7 +75,9 @@ def scenarios(path, names: list[str], session) -> int:
                                      "rows_accesses": batch_memory.COUNTS.rows - rows,
                                      "lane_chunks": grid_loop.STATS.lane_chunks - chunks,
                                      "lanes_refused": grid_loop.STATS.lanes_refused - refused,
-                                     "lane_folds": grid_loop.STATS.lane_folds - folds}
+                                     "lane_folds": grid_loop.STATS.lane_folds - folds,
+                                     "recordings": grid_loop.STATS.recordings - recordings,
+                                     "replays": b["replays"], "replay_aborts": b["replay_aborts"]}
         for key in ("out", "findings", "error", "records"):
             if not _same(a[key], b[key]):
                 report["differences"].append({"scenario": name, "what": key, "serial": str(a[key])[:400],

@@ -728,12 +728,16 @@ class Writer:
                    + [a for a, _ in self.accs] + [t for pair in self.locks for t in pair]
                    + [o for o, _, _ in self.outputs])
         params = ", ".join(f"{t}_ptr" for t in tensors)
+        # Two launches of the kernel on fresh tensors of the same shapes: the first with every input drawn from
+        # randn, the second with the fills drawn for it (NaN/Inf, huge, uninitialised, ...). The batched engine
+        # replays the second from a recording of the first where it can (launch_replay.py; TDEBUG_REPLAY=eager),
+        # or gives the replay up where a check would find something: both against the serial engine's two runs.
         src = ["@triton.jit", f"def fuzz_kernel({params}, n, B: tl.constexpr):", *self.lines, "", "",
-               "def scenario(seed):", "    g = torch.Generator().manual_seed(seed)"]
+               "def launch(g, clean):"]
         for x, d, fill in self.inputs:
-            src.append(f"    {x} = _fill(g, {fill!r}, {TORCH[d]}, {total})")
+            src.append(f"    {x} = _fill(g, 'randn' if clean else {fill!r}, {TORCH[d]}, {total})")
         for a, b, o, d, fill in self.dots:
-            src.append(f"    {a} = _fill(g, {fill!r}, {TORCH[d]}, {programs * 256})")
+            src.append(f"    {a} = _fill(g, 'randn' if clean else {fill!r}, {TORCH[d]}, {programs * 256})")
             src.append(f"    {b} = _fill(g, 'randn', {TORCH[d]}, {programs * 256})")
             src.append(f"    {o} = torch.empty({programs * 256})")
         for a, d in self.accs:
@@ -749,11 +753,14 @@ class Writer:
                 src.append(f"    {o} = torch.empty({size}, dtype={TORCH[d]})")
         src.append(f"    fuzz_kernel[{tuple(grid)}]({', '.join(tensors)}, {n}, B={self.B})")
         src.append(f"    return [{', '.join(tensors)}]")
+        src += ["", "", "def scenario(seed):", "    g = torch.Generator().manual_seed(seed)",
+                "    return launch(g, True) + launch(g, False)"]
         dtypes = ({x: TORCH[d] for x, d, _ in self.inputs} | {a: TORCH[d] for a, _, _, d, _ in self.dots}
                   | {b: TORCH[d] for _, b, _, d, _ in self.dots} | {o: "torch.float32" for _, _, o, _, _ in self.dots}
                   | {a: TORCH[d] for a, d in self.accs} | {o: TORCH[d] for o, d, _ in self.outputs}
                   | {lk: "torch.int32" for lk, _ in self.locks} | {sh: "torch.float32" for _, sh in self.locks})
-        return Kernel("\n".join(src) + "\n", seed, self.features, statements, [(t, dtypes[t]) for t in tensors])
+        return Kernel("\n".join(src) + "\n", seed, self.features, statements,
+                      [(f"{t}@{i}", dtypes[t]) for i in (1, 2) for t in tensors])
 
 
 @st.composite
@@ -892,7 +899,7 @@ class Outcome:
                             != sorted(f for f in self.batched["findings"] if json.loads(f)["check"] == c))
             return f"findings[{','.join(checks)}]"
         if "out" in self.what:
-            kinds = {re.sub(r"\d+$", "", t[0]) for t in self.tensors_differing()}
+            kinds = {re.sub(r"\d+$", "", t[0].split("@")[0]) for t in self.tensors_differing()}
             for kind in ("acc", "ot", "do", "os", "ov", "x", "w"):
                 if kind in kinds:
                     return f"out[{kind}]"
@@ -960,7 +967,10 @@ class Runner:
             # what the batched engine did with it: loops run as lanes (loop_lanes.py), lanes given up
             self.coverage.update({"engine:lanes": int(grid_loop.STATS.lane_chunks > chunks),
                                   "engine:lanes_refused": int(grid_loop.STATS.lanes_refused > refused),
-                                  "engine:lane_folds": int(grid_loop.STATS.lane_folds > folds)})
+                                  "engine:lane_folds": int(grid_loop.STATS.lane_folds > folds),
+                                  # its second launch replayed from a recording of its first (launch_replay.py)
+                                  "engine:replayed": int(b["replays"] > 0),
+                                  "engine:replay_given_up": int(b["replay_aborts"] > 0)})
         if invalid(a["error"]) and kernel.features:  # line shrinking makes invalid kernels on purpose
             self.invalid.append((a["error"][:300], kernel.source))
         what = differences(a, b)
