@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
 
 _LIBRARY_DIRS: tuple[str, ...] = ()
 
@@ -67,17 +65,7 @@ class ReplayAbort(EngineSignal):
     the ordinary way."""
 
 
-REPLAYING: list = []  # non-empty while a launch is replayed (replaying())
-
-
-@contextlib.contextmanager
-def replaying() -> Iterator[None]:
-    """Inside the block a launch is replayed: user_frame raises ReplayAbort."""
-    REPLAYING.append(True)
-    try:
-        yield
-    finally:
-        REPLAYING.pop()
+REPLAYING: list = []  # non-empty while a launch is replayed (launch_replay.run): user_frame raises ReplayAbort
 
 
 class KernelError(Exception):

@@ -218,9 +218,17 @@ class _LaunchRecorder:
             STATE.launches.append(LaunchRecord(name, (), file=source_file(launch.executor.fn)))
 
 
+_SOURCE_FILES: dict[str, str] = {}  # a code object's file name -> its absolute path
+
+
 def source_file(fn) -> str:
     code = getattr(fn, "__code__", None)
-    return os.path.abspath(code.co_filename) if code is not None and not code.co_filename.startswith("<") else ""
+    if code is None or code.co_filename.startswith("<"):
+        return ""
+    found = _SOURCE_FILES.get(code.co_filename)
+    if found is None:
+        found = _SOURCE_FILES[code.co_filename] = os.path.abspath(code.co_filename)
+    return found
 
 
 class _LaunchClock:

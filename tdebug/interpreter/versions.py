@@ -195,6 +195,7 @@ _TABLE = [
     # a dot whose accumulator type out_dtype does not give fails on a bare assert.
     Internal("tuple", "__getattr__", ("self", "name")),
     Internal("InterpreterBuilder", "get_all_ones_value", ("type",)),
+    Internal("InterpreterBuilder", "get_*"),  # a recording sees each constant a kernel makes (launch_replay.py)
     Internal("TritonSemantic", "dot", ("self", "lhs", "rhs", "acc")),
     Internal("InterpreterBuilder", "create_gather", ("src", "indices", "axis")),
     Internal("TritonSemantic", "computation_type_impl", ("self", "a_ty", "a_is_scalar", "b_ty", "b_is_scalar",
@@ -266,7 +267,6 @@ LAYERS: tuple[str, ...] = (
     "launch_memo",  # its once-per-launch check wraps the alias patch
     "front_end_shortcuts",  # its overflow check runs inside tdebug's signed-only one (device_assert)
     "op_memo",  # the overflow checks run inside its recorded step
-    "launch_replay",  # a launch recorded for replays: the overflow check on memory's values (launch_replay.py)
     "reduce_scan",  # a kernel's own combine function run on vectors (reduce_scan.py)
     "block_pointers",
     "boolops",
@@ -293,7 +293,8 @@ LAYERS: tuple[str, ...] = (
     "launch_clock",  # a launch's seconds, all of tdebug's work in it included (patches.py)
     "serialise",  # one launch at a time across threads: the outermost wrapper of a launch
     "trace",  # tdebug viz's traces
-    "program_axis",  # every builder op batched: installed at the first batched launch, outermost
+    "program_axis",  # every builder op batched: installed at the first batched launch
+    "launch_replay",  # a launch recorded for replays sees every builder op the kernel makes (outermost)
     "test",  # tests' wrappers over everything
 )
 _RANK = {name: i for i, name in enumerate(LAYERS)}

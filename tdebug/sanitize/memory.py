@@ -404,7 +404,10 @@ class LaunchChecker(DenseRows, Readers):
     # races then (those follow from the key alone); what depends on memory is done again ----------------------------
     def shadow_for(self, ptr: int, elsize: int) -> Shadow:
         """The shadow of the storage at `ptr` seen in elements of `elsize` bytes."""
-        return next(s for s in self.shadows if s.ptr == ptr and s.elsize == elsize)
+        for s in self.shadows:
+            if s.ptr == ptr and s.elsize == elsize:
+                return s
+        raise LookupError(f"no shadow of the storage at 0x{ptr:x}")
 
     def replay_load(self, s: Shadow, elements: np.ndarray | Rows | RowGroups) -> None:
         """A replayed load of these elements: an uninitialised one stops the replay (the ordinary run reports it)."""

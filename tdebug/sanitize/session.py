@@ -231,8 +231,12 @@ class SanitizerSession:
             t = getattr(value, "base", value)  # TensorWrapper
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
-                home = getattr(homes.get(name), "base", homes.get(name))
-                home = home if isinstance(home, torch.Tensor) and home.device != t.device else None
+                home = homes.get(name)
+                if home is not value:  # (a CPU tensor is its own host copy)
+                    home = getattr(home, "base", home)
+                    home = home if isinstance(home, torch.Tensor) and home.device != t.device else None
+                else:
+                    home = None
                 home_ptr = home.untyped_storage().data_ptr() if home is not None else storage.data_ptr()
                 views.append(ArgView(name, t, storage.data_ptr(), storage.nbytes(), t.element_size(),
                                      was_empty=ALLOCATIONS.was_empty(home_ptr), home=home))

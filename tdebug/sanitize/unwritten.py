@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..catalogue.poison import ALLOCATIONS
 from ..interpreter.frames import KernelError
 from ..report import Finding
 from .issues import MAX_EXAMPLES
@@ -82,7 +83,7 @@ def unwritten_elements(shadows: list[Shadow]) -> dict[int, np.ndarray]:
     """Per storage a launch stored to and that came from torch.empty: elements still holding the poison."""
     out = {}
     for s in shadows:
-        if not s.stored or not any(v.was_empty for v in s.views):
+        if not s.stored or not any(v.was_empty for v in s.views) or ALLOCATIONS.fully_written(s.views[0].home_ptr):
             continue
         cold = storage_unwritten(s.views[0].tensor, s.views[0].home_ptr)
         if cold.any():

@@ -60,7 +60,7 @@ def test_the_layers_on_every_internal_do_not_depend_on_the_order_the_parts_were_
                                   "on_launch_end": ["host_memory", "nan", "stores", "device_tables"]}
     assert usual["GridExecutor.__call__"] == ["grid_loop"]  # every other layer of a launch: a listener of it
     assert usual["InterpreterBuilder.create_masked_store"] == ["memory_guard", "batch_memory", "overflow",
-                                                               "memory_events", "program_axis"]
+                                                               "memory_events", "program_axis", "launch_replay"]
     for name, layers in usual.items():
         assert layers, f"{name}: replaced since tdebug patched it"
         assert [versions.LAYERS.index(x) for x in layers] == sorted(versions.LAYERS.index(x) for x in layers), name

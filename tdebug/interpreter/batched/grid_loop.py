@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import operator
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -415,17 +416,12 @@ def _engine_counts() -> tuple[int, ...]:
 
 @contextlib.contextmanager
 def _recorded(recording: launch_replay.Recording) -> Iterator[None]:
-    """Inside the block the kernel's builder ops go through the recording (the interpreter's builder stood in for)."""
-    from triton.runtime import interpreter
-
-    semantic = interpreter.interpreter_semantic
-    builder, semantic.builder = semantic.builder, recording.stand_in(semantic.builder)
+    """Inside the block the kernel's builder ops go through the recording (launch_replay's outermost layer)."""
     launch = recording.launch
     launch.recording = recording
     try:
         yield
     finally:
-        semantic.builder = builder
         launch.recording = None
 
 
@@ -552,12 +548,16 @@ def _call(original):
         _end(ends, launch, None)
         return out
 
+    chain: list = [(), inner]  # (the hooks, the chain made of them): made again when the hooks change
+
     def __call__(self, *args_dev, **kwargs):
         """The listeners' around_launch hooks, outermost first, then the launch (inner)."""
         arounds = LISTENING.around_launch
         if not arounds:
             return inner(self, *args_dev, **kwargs)
-        return _around(tuple(arounds), 0, inner)(self, *args_dev, **kwargs)
+        if chain[0] != arounds:
+            chain[:] = [tuple(arounds), _around(tuple(arounds), 0, inner)]
+        return chain[1](self, *args_dev, **kwargs)
 
     return __call__
 
@@ -658,6 +658,8 @@ def _restore_home(original):
     def _restore_args_dev(self, args_dev, args_hst, kwargs, kwargs_hst):
         """Triton's copy of the host copies home, skipped where every copy it would make is of a storage onto
         itself (a CPU tensor is its own host copy: the copy changes nothing)."""
+        if all(map(operator.is_, args_dev, args_hst)) and all(kwargs.get(k) is v for k, v in kwargs_hst.items()):
+            return None  # (_cpu_host_args: every argument is its own host copy)
         pairs = _copies_home(args_dev, args_hst, kwargs, kwargs_hst)
         if all(_same_memory(dev, hst) for dev, hst in pairs.values()):
             return None

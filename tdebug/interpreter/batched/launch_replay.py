@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ... import settings
-from ..frames import ReplayAbort, replaying
+from ..frames import REPLAYING, ReplayAbort
 from ..hooks.overflow import ATTR as OVERFLOW_MARK
 from ..versions import bind, layers_of, patcher
 from . import program_axis
@@ -61,7 +61,8 @@ REFUSED_OPS = frozenset(program_axis.ATOMICS + program_axis.UNPORTED + (
 # The layers a load or store may have: what each does, a replay does (memory_events: its listeners' replay steps;
 # batch_memory: load_resolved / store_resolved; memory_guard: every resolved lane is inside its tensor; overflow: a
 # stored value it marked stops the replay; program_axis: the op for the whole batch). Any other: no recording.
-MEMORY_LAYERS = frozenset({"program_axis", "memory_events", "batch_memory", "memory_guard", "overflow"})
+MEMORY_LAYERS = frozenset({"launch_replay", "program_axis", "memory_events", "batch_memory", "memory_guard",
+                           "overflow"})
 
 MAX_PLAN_BYTES = 64 << 20  # of recorded values and element indices, per plan
 MAX_PLANS_BYTES = 512 << 20  # of all plans: past it they are all let go
@@ -296,13 +297,27 @@ class Replay:
 
     def memory(self, index: int, dtype: np.dtype) -> np.ndarray:
         """Storage `index`'s memory as an array of `dtype` (no copy)."""
-        from ...catalogue.poison import storage_bytes
-
         found = self._memory.get(index)
         if found is None:
             storage = self.launch.storages[index]
-            found = self._memory[index] = storage_bytes(storage.data_ptr(), storage.nbytes())
+            found = self._memory[index] = storage_memory(storage.data_ptr(), storage.nbytes())
         return found.view(dtype)
+
+
+_VIEWS: dict[tuple[int, int], np.ndarray] = {}  # (address, bytes) -> a numpy view of that memory
+
+
+def storage_memory(ptr: int, nbytes: int) -> np.ndarray:
+    """The bytes of a live storage at `ptr` as numpy (no copy): a view made once per address and size (a view
+    holds no memory of its own; only a live storage's is ever read through it)."""
+    found = _VIEWS.get((ptr, nbytes))
+    if found is None:
+        from ...catalogue.poison import storage_bytes
+
+        if len(_VIEWS) > 1024:
+            _VIEWS.clear()
+        found = _VIEWS[(ptr, nbytes)] = storage_bytes(ptr, nbytes)
+    return found
 
 
 def run(plan: Plan, launch, batch) -> None:
@@ -310,9 +325,12 @@ def run(plan: Plan, launch, batch) -> None:
     the batch's undo then being the caller's."""
     values = list(plan.slots)
     replay = Replay(launch, batch)
-    with replaying():
+    REPLAYING.append(True)  # (frames.replaying, without a generator's cost)
+    try:
         for step in plan.steps:
             step(values, replay)
+    finally:
+        REPLAYING.pop()
     plan.replays += 1
 
 
@@ -489,11 +507,9 @@ class Recording:
             raise _Refused("an access outside the launch's tensors")
         return found
 
-    # -- the builder's stand-in ------------------------------------------------------------------------------
-    def stand_in(self, builder) -> _StandIn:
-        return _StandIn(builder, self)
-
+    # -- the builder's ops ------------------------------------------------------------------------------------
     def op(self, name: str, method, args: tuple, kwargs: dict):
+        """A builder op of the kernel (not one made inside another): recorded, then made."""
         if not self.ok or self.paused or self.depth:
             return method(*args, **kwargs)
         try:
@@ -733,22 +749,6 @@ def _constant(value: Any) -> bool:
     return isinstance(value, (tl.core.base_type, enum.Enum, np.dtype)) or hasattr(kind, "__members__")
 
 
-class _StandIn:
-    """Stands in for the interpreter's builder (interpreter_semantic.builder) while a batch is recorded: each of
-    its create_* and get_* ops goes through Recording.op; anything else is the builder's."""
-
-    def __init__(self, builder, recording: Recording) -> None:
-        self._builder = builder
-        self._recording = recording
-
-    def __getattr__(self, name: str):
-        attr = getattr(self._builder, name)
-        if not callable(attr) or not name.startswith(("create_", "get_")):
-            return attr
-        recording = self._recording
-        return lambda *args, **kwargs: recording.op(name, attr, args, kwargs)
-
-
 _INSTALLED: list = []
 
 
@@ -778,14 +778,36 @@ def _recorded_reduction(original):
     return apply
 
 
+def _recorded_op(name: str):
+    def make(original):
+        from .launch import current_launch
+
+        def op(*args, **kwargs):
+            launch = current_launch()
+            recording = None if launch is None else launch.recording
+            if recording is None:
+                return original(*args, **kwargs)
+            return recording.op(name, original, args, kwargs)
+
+        return op
+
+    return make
+
+
 def install() -> None:
-    """Outermost on what reads values outside the builder: Triton's signed-overflow check (in the front end) and
-    the interpreter's reductions and scans (numpy and the combine function's Python): a recording sees them.
-    Without it no launch is recorded."""
+    """Outermost on every op of the interpreter's builder (whichever of Triton's semantic objects calls it) and on
+    what reads values outside it: Triton's signed-overflow check (in the front end) and the interpreter's reductions
+    and scans (numpy and the combine function's Python): a recording sees them all. Without it no launch is
+    recorded."""
     from triton.language.semantic import TritonSemantic
     from triton.runtime import interpreter
 
-    if not _INSTALLED:
-        patch(TritonSemantic, "binary_op_sanitize_overflow_impl", _recorded_overflow_check)
-        patch(interpreter.ReduceScanOpInterface, "apply", _recorded_reduction)
-        _INSTALLED.append(True)
+    if _INSTALLED:
+        return
+    builder = interpreter.interpreter_builder
+    for name in sorted(n for n in dir(builder) if n.startswith(("create_", "get_")) and not n.endswith("_ty")):
+        if callable(getattr(builder, name)):  # (the ops and the constants it makes; not its types)
+            patch(builder, name, _recorded_op(name))
+    patch(TritonSemantic, "binary_op_sanitize_overflow_impl", _recorded_overflow_check)
+    patch(interpreter.ReduceScanOpInterface, "apply", _recorded_reduction)
+    _INSTALLED.append(True)

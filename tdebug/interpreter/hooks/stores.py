@@ -291,17 +291,23 @@ class StoreRecorder:
         self.count += 1
         launch = LaunchStores(self.count, kernel)
         for name, dev, hst in named:
+            if type(hst) in (int, float, bool) or hst is None:
+                continue
             dev, hst = getattr(dev, "base", dev), getattr(hst, "base", hst)  # TensorWrapper, TensorDescriptor
             if not (hasattr(hst, "untyped_storage") and hasattr(dev, "untyped_storage")):
                 continue
             storage = hst.untyped_storage()
             ptr = storage.data_ptr()
-            view = ArgView(name, tuple(dev.shape), dev.storage_offset(), tuple(dev.stride()), hst.storage_offset(),
-                           tuple(hst.stride()))
+            offset, strides = hst.storage_offset(), tuple(hst.stride())
+            if dev is hst:  # (a CPU tensor is its own host copy)
+                view = ArgView(name, tuple(dev.shape), offset, strides, offset, strides)
+            else:
+                view = ArgView(name, tuple(dev.shape), dev.storage_offset(), tuple(dev.stride()), offset, strides)
             if ptr in launch.storages:
                 launch.storages[ptr].views.append(view)
             elif storage.nbytes():
-                launch.storages[ptr] = StorageInfo(ptr, dev.untyped_storage().data_ptr(), storage.nbytes(), [view])
+                device_ptr = ptr if dev is hst else dev.untyped_storage().data_ptr()
+                launch.storages[ptr] = StorageInfo(ptr, device_ptr, storage.nbytes(), [view])
         self._ranges = sorted((s.host_ptr, s.host_ptr + s.nbytes) for s in launch.storages.values())
         self._hits = {}
         self._scalar_pids = set()
