@@ -79,8 +79,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TDEBUG_BATCH_ELEMENTS", "int", 1 << 20, "elements of a batch of programs in the batched engine",
             minimum=1),
     Setting("TDEBUG_REPLAY", "choice", "auto", "a kernel launched again with the same arguments' shapes, strides "
-            "and scalars replays its recorded launch: auto (recorded at its second launch), eager (at its first), "
-            "off", choices=("auto", "eager", "off")),
+            "and scalars replays its recorded launch: auto (recorded at its second launch, or at the kernel's first), "
+            "eager (at its first), off", choices=("auto", "eager", "off")),
     Setting("TDEBUG_LOOP_LANES", "switch", True, "the batched engine runs a loop's iterations as lanes where they "
             "depend on each other only through accumulators"),
     Setting("TDEBUG_KEEP_FREED", "switch", True, "an interpreter worker keeps the heap blocks it frees (glibc)"),

@@ -256,7 +256,7 @@ LAYERS: tuple[str, ...] = (
     "launch_record",  # every launch recorded (patches.py)
     "device_tables",  # pointer tables of device addresses, on a GPU
     "scalars",
-    "typed_args",  # tensor and int32 arguments typed from a table, tagged with their storage (launch_memo.py)
+    "launch_setup",  # a launch set up from tables: its arguments' types, its kernel's constexprs (launch_memo.py)
     "compat",  # small differences from compiled Triton (compat.py)
     "grid",
     "libdevice",

@@ -409,21 +409,22 @@ class LaunchChecker(DenseRows, Readers):
                 return s
         raise LookupError(f"no shadow of the storage at 0x{ptr:x}")
 
-    def replay_load(self, s: Shadow, elements: np.ndarray | Rows | RowGroups) -> None:
-        """A replayed load of these elements: an uninitialised one stops the replay (the ordinary run reports it)."""
+    def replay_load(self, s: Shadow, elements: np.ndarray | slice | Rows | RowGroups) -> None:
+        """A replayed load of these elements (a slice: a run of them): an uninitialised one stops the replay (the
+        ordinary run reports it)."""
         if "uninit" not in self.checks or not s.maybe_cold:
             return
         init = self._init_of(s)
-        held = bool(init[elements].all()) if isinstance(elements, np.ndarray) else \
+        held = bool(init[elements].all()) if isinstance(elements, (np.ndarray, slice)) else \
             all(rows.view(init).all() for _, _, rows in parts_of(elements))
         if not held:
             raise ReplayAbort("a load of memory nothing wrote")
 
-    def replay_store(self, s: Shadow, elements: np.ndarray | Rows | RowGroups) -> None:
-        """A replayed store to these elements: s stored to, the elements written (as the access's own path marks
-        them: the lane by lane one, or dense rows kept aside until the launch's end)."""
+    def replay_store(self, s: Shadow, elements: np.ndarray | slice | Rows | RowGroups) -> None:
+        """A replayed store to these elements (a slice: a run of them): s stored to, the elements written (as the
+        access's own path marks them: the lane by lane one, or dense rows kept aside until the launch's end)."""
         self._stored(s)
-        if isinstance(elements, np.ndarray):
+        if isinstance(elements, (np.ndarray, slice)):
             self._written(s, elements)
         elif s.marks is None and s.written is not None:  # (the dense-rows path leaves such a storage lane by lane)
             self._written(s, np.concatenate([rows_elements(rows) for _, _, rows in parts_of(elements)]))
@@ -450,8 +451,9 @@ class LaunchChecker(DenseRows, Readers):
     # -- undoing a batch (the batched engine splits a batch whose programs diverge, and runs it again) ---------
     def _write(self, s: Shadow, name: str, elems: np.ndarray, value, before=None) -> None:
         """s.<name>[elems] = value, undoable while a batch runs: the elements' old values are kept (`before`:
-        they were read already), or the table is dropped if this batch made it."""
-        if not elems.size:
+        they were read already), or the table is dropped if this batch made it. (A slice of elements: a replayed
+        access's run, launch_replay.py.)"""
+        if (elems.stop <= elems.start) if type(elems) is slice else not elems.size:
             return
         if self.undo is not None and (id(s), name) not in self._made:
             array = getattr(s, name)

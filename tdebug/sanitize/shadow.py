@@ -64,6 +64,8 @@ class ArgView:
         return tuple(idx) if off == 0 else None
 
 NONE = -1  # no program (writer, reader, atomic_by)
+# Element size -> the unsigned word of it, and that word with every byte True (an element's written marks, whole)
+_WORDS = {size: (np.dtype(f"u{size}"), int.from_bytes(b"\x01" * size, "little")) for size in (1, 2, 4, 8)}
 
 
 @dataclass
@@ -150,10 +152,10 @@ class Shadow:
         empty = first.was_empty and not ALLOCATIONS.fully_written(first.home_ptr)
         written = marks_by_element(first.home_ptr, first.elsize) if empty else None
         marks, marked = None, 0
-        if written is not None and first.elsize in (1, 2, 4, 8) and written.flags.c_contiguous:
-            marks = written.reshape(-1).view(np.dtype(f"u{first.elsize}"))  # a view: writes mark the bytes
-            marked = int.from_bytes(b"\x01" * first.elsize, "little")
-        if any(v.full_cover for v in views):
+        if written is not None and first.elsize in _WORDS and written.flags.c_contiguous:
+            word, marked = _WORDS[first.elsize]
+            marks = written.reshape(-1).view(word)  # a view: writes mark the bytes
+        if first.full_cover or any(v.full_cover for v in views[1:]):
             member_any = None
         else:
             member_any = np.zeros(n, dtype=bool)

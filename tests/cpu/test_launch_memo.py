@@ -180,3 +180,40 @@ def test_typed_args_are_tritons_own():
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["args"] > 40 and all(report["same"]), report
+
+
+EXECUTORS = r'''
+import os, json
+os.environ["TRITON_INTERPRET"] = "1"
+import triton, triton.language as tl
+from triton.runtime import interpreter
+from tdebug.interpreter.fast import launch_memo
+
+@triton.jit
+def k1(x_ptr, n, BLOCK: tl.constexpr, flag: tl.constexpr = 1):
+    pass
+
+@triton.jit
+def k2(x_ptr, y, z):
+    pass
+
+triton_own = interpreter.GridExecutor.__init__
+memo = launch_memo._constexprs_once(triton_own)
+same = []
+for kernel in (k1, k2, k1, k2, k1):
+    fn, names = kernel.fn, list(kernel.arg_names)
+    a, b = object.__new__(interpreter.GridExecutor), object.__new__(interpreter.GridExecutor)
+    triton_own(a, fn, names, (3,), [])
+    memo(b, fn, names, (3,), [])
+    same.append(vars(a) == vars(b))
+print(json.dumps({"same": same, "constexprs": vars(b)["constexprs"]}))
+'''
+
+
+def test_constexprs_found_once_are_tritons_own():
+    """GridExecutor.__init__ through the memo: the same fields as Triton's own, a kernel's second executor too."""
+    proc = subprocess.run([sys.executable, "-c", EXECUTORS], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["same"] == [True] * 5 and report["constexprs"] == ["BLOCK", "flag"], report

@@ -95,11 +95,13 @@ def forget_span() -> None:
     _SPAN[:] = [None, (0, 0)]
 
 
-def saved(array: np.ndarray, elements: np.ndarray) -> tuple:
+def saved(array: np.ndarray, elements: np.ndarray | slice) -> tuple:
     """What undoes `array[elements] = ...`: (array, index, old values). Where the elements are dense (their span at
     most twice their number, as a row block's are) the index is the slice over their span: one copy of contiguous
     memory instead of a gather. An access's elements are written into several tables (and memory): their span is
-    measured once."""
+    measured once. (A slice of elements: a replayed access's run, launch_replay.py.)"""
+    if type(elements) is slice:
+        return (array, elements, array[elements].copy())
     if not elements.size:
         return (array, elements, array[elements])
     if elements is _SPAN[0]:
@@ -217,9 +219,10 @@ def load_resolved(elements: np.ndarray | Rows | RowGroups, lanes: np.ndarray | N
         for begin, end, rows in parts_of(elements):
             every[begin:end, rows.start:rows.stop] = rows.view(memory)
         return TensorHandle(out, dtype_tt)
-    values = memory[elements]
+    values = memory[elements]  # (a slice of elements, a replay's run: a view, copied below)
     if lanes is None:
-        return TensorHandle(values.reshape(shape), dtype_tt)
+        return TensorHandle(values.reshape(shape).copy() if type(elements) is slice else values.reshape(shape),
+                            dtype_tt)
     out = _masked_off(other, shape, dtype)
     out.reshape(-1)[lanes] = values
     return TensorHandle(out, dtype_tt)

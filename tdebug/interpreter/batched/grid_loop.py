@@ -188,8 +188,12 @@ def listen(layer: str, listener: Any, ops: frozenset[str] = frozenset()) -> None
         install()
 
 
+def _verbose() -> bool:
+    return settings.get("TDEBUG_VERBOSE")
+
+
 def _say(text: str) -> None:
-    if settings.get("TDEBUG_VERBOSE"):
+    if _verbose():
         print(f"tdebug: {text}", file=sys.stderr)
 
 
@@ -224,9 +228,10 @@ def _serial_program(fn, args: dict, pid: tuple[int, int, int]) -> None:
 class BatchedLaunch:
     """One launch run by the batched engine; after an op it cannot batch, the rest of the launch runs serially."""
 
-    def __init__(self, fn, launch: Launch, patch_lang: Callable[[], None] | None = None) -> None:
+    def __init__(self, fn, launch: Launch, unreplayed: Callable[[], None] | None = None) -> None:
         self.fn, self.launch = fn, launch
-        self.patch_lang = patch_lang  # patches the language for the kernel's code, if a replay left it unpatched
+        # The language patched and the arguments bound, where a replay left them not (its kernel's code runs)
+        self.unreplayed = unreplayed or _nothing
         self.args, self.grid, self.storages = launch.args, launch.grid, launch.storages
         self.batch_size = FIRST_BATCH
         self.batch_cap = MAX_BATCH  # programs in one batch at most (less after atomics met: atomic_order.py)
@@ -357,8 +362,7 @@ class BatchedLaunch:
             STATS.replay_aborts += 1
             reason = str(error) if isinstance(error, ReplayAbort) else f"{type(error).__name__}: {error}"
             _say(f"{self.launch.name}: its replay gave up ({reason}); the batch runs again")
-            if self.patch_lang is not None:
-                self.patch_lang()
+            self.unreplayed()
             return False
         except BaseException:
             for listener, token in zip(LISTENERS, tokens):
@@ -371,8 +375,7 @@ class BatchedLaunch:
             _undo(launch, memory, tokens)
             launch_replay.aborted(key, plan)
             STATS.replay_aborts += 1
-            if self.patch_lang is not None:
-                self.patch_lang()
+            self.unreplayed()
             return False
         STATS.batches += 1
         STATS.replays += 1
@@ -463,6 +466,10 @@ def _engine_signal(error: BaseException) -> Divergent | Unported | LanesRefused 
 
 
 def _never(token: Any) -> None:
+    return None
+
+
+def _nothing() -> None:
     return None
 
 
@@ -694,23 +701,34 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
         if not scopes:
             scopes.append(interpreter._patch_lang(self.fn))
 
-    replay = None
+    def bind_args() -> dict[str, Any]:
+        """The arguments as the kernel runs them (a replay that gives up binds them then)."""
+        launch.args = _args(self, raw)
+        return launch.args
+
+    replay = signature = None
     try:
         if launch_replay.planned(self.fn):  # a launch with a plan runs no kernel code: no language patched for it
-            args, grid = _bound(self, raw)
-            key = launch_replay.key_of(self, raw, grid)
-            plan = launch_replay.plan_for(key)
-            replay = None if plan is None else (key, plan)
-            if plan is not None and plan.language:  # (a reduction's combine function runs at its replays)
-                patch_lang()
+            signature = launch_replay.signature_of(self, raw)
+            meta = launch_replay.meta_for(signature)
+            if meta is not None:  # its grid from the arguments of a recorded launch of the same signature
+                grid = _grid(self, meta)
+                plan = launch_replay.plan_for((signature, grid))
+                replay = None if plan is None else ((signature, grid), plan)
+                if plan is not None and plan.language:  # (a reduction's combine function runs at its replays)
+                    patch_lang()
+                args = meta
         if replay is None:  # (after the patch, as Triton binds them)
             patch_lang()
             args, grid = _bound(self, raw)
         launch.args, launch.grid = args, grid
-        launch.storages = storages(list(args_hst) + list(kwargs_hst.values()))
+        if launch.own_host_copies(args_hst, kwargs_hst):  # (the CPU's: the storages found once)
+            launch.storages = launch.device_storages()
+        else:
+            launch.storages = storages(list(args_hst) + list(kwargs_hst.values()))
         interpreter.interpreter_builder.set_grid_dim(*grid)
         try:
-            _run_grid(self, launch, raw, replay, patch_lang)
+            _run_grid(self, launch, raw, replay, patch_lang, bind_args, signature)
         except Exception as e:
             import triton
 
@@ -727,44 +745,63 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
 def _bound(executor_obj, raw: dict[str, Any]) -> tuple[dict[str, Any], tuple[int, int, int]]:
     """The kernel's arguments as it runs them (scalars and tensors as Triton's tensors, constexprs as they are) and
     the launch's grid, three axes."""
+    args = _args(executor_obj, raw)
+    return args, _grid(executor_obj, args)
+
+
+def _args(executor_obj, raw: dict[str, Any]) -> dict[str, Any]:
+    """The kernel's arguments as it runs them: scalars and tensors as Triton's tensors, constexprs as they are."""
     from triton.runtime import interpreter
 
-    args = {name: arg if name in executor_obj.constexprs else interpreter._implicit_cvt(arg)
+    return {name: arg if name in executor_obj.constexprs else interpreter._implicit_cvt(arg)
             for name, arg in raw.items()}
+
+
+def _grid(executor_obj, args: dict[str, Any]) -> tuple[int, int, int]:
+    """The launch's grid (three axes) from the kernel's arguments as it runs them."""
     grid = executor_obj.grid(args) if callable(executor_obj.grid) else executor_obj.grid
     assert len(grid) <= 3, "grid must have at most 3 dimensions"
-    return args, tuple(grid) + (1,) * (3 - len(grid))
+    return tuple(grid) + (1,) * (3 - len(grid))
 
 
 def _run_grid(executor_obj, launch: Launch, raw: dict[str, Any] | None = None, replay: tuple | None = None,
-              patch_lang: Callable[[], None] | None = None) -> None:
+              patch_lang: Callable[[], None] | None = None, bind_args: Callable[[], dict] | None = None,
+              signature: tuple | None = None) -> None:
     """The launch's programs, batched or serially. raw: its arguments as bound (for a replay's key); replay: (key,
-    plan) when the language is left unpatched for a replay, patch_lang() patching it if the kernel's code runs."""
-    name, args, grid = executor_obj.fn.__name__, launch.args, launch.grid
+    plan) when the language is left unpatched and the arguments unbound for a replay: patch_lang() and bind_args()
+    (its signature: the key but the grid, known already) patch and bind them if the kernel's code runs."""
+    name, grid = executor_obj.fn.__name__, launch.grid
     why = _why_serial(executor_obj, grid)
     if why is None:
         from triton.runtime.interpreter import interpreter_builder
 
         interpreter_builder.grid_idx = (0, 0, 0)  # what a listener reads between memory ops
-        batched = BatchedLaunch(executor_obj.fn, launch, patch_lang)
+        if replay is None:
+            batched = BatchedLaunch(executor_obj.fn, launch)
+        else:
+            batched = BatchedLaunch(executor_obj.fn, launch, lambda: _unreplayed(batched, patch_lang, bind_args))
         if raw is not None and 1 < grid[0] * grid[1] * grid[2] <= batched.batch_size:  # one batch: replayable
             if replay is None:
-                key = launch_replay.key_of(executor_obj, raw, grid)
+                signature = launch_replay.signature_of(executor_obj, raw) if signature is None else signature
+                key = None if signature is None else (signature, grid)
                 if launch_replay.should_record(key):
                     batched.record = key
             batched.replay = replay
-        elif patch_lang is not None:
-            patch_lang()
+        elif replay is not None:
+            batched.unreplayed()
         batched.run()
         if batched.serial_from is None:
             STATS.launches_batched += 1
-            _say(f"{name}: batched engine, grid {grid}")
+            if _verbose():
+                _say(f"{name}: batched engine, grid {grid}")
             return
         why = batched.serial_from
         _say(f"{name}: batched engine, then serial ({why}), grid {grid}")
     else:
-        if patch_lang is not None:
+        args = launch.args
+        if replay is not None:
             patch_lang()
+            args = bind_args()
         _say(f"{name}: serial engine ({why}), grid {grid}")
         for x in range(grid[0]):
             for y in range(grid[1]):
@@ -772,6 +809,13 @@ def _run_grid(executor_obj, launch: Launch, raw: dict[str, Any] | None = None, r
                     _serial_program(executor_obj.fn, args, (x, y, z))
     STATS.launches_serial += 1
     STATS.fallbacks.append(why)
+
+
+def _unreplayed(batched: BatchedLaunch, patch_lang: Callable[[], None], bind_args: Callable[[], dict]) -> None:
+    """A launch left unpatched and unbound for a replay runs its kernel's code after all (the replay gave up): the
+    language patched, its own arguments bound (the replay's were a recorded launch's)."""
+    patch_lang()
+    batched.args = bind_args()
 
 
 def _installed() -> bool:

@@ -3,6 +3,7 @@ op in flight)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,14 @@ class Launch:
             found, self._smallest_element = _tensor_storages(list(self.args_dev) + list(self.kwargs.values()))
             self._device_storages = list(found.values())
         return self._device_storages
+
+    def own_host_copies(self, args_hst: list, kwargs_hst: dict) -> bool:
+        """Is every argument its own host copy (a CPU tensor's: grid_loop._cpu_host_args), no other tensor among the
+        call's keyword arguments?"""
+        kwargs = self.kwargs
+        return all(map(operator.is_, args_hst, self.args_dev)) \
+            and all(kwargs.get(k) is v for k, v in kwargs_hst.items()) \
+            and all(k in kwargs_hst or not hasattr(v, "data_ptr") for k, v in kwargs.items())
 
     def smallest_element(self) -> int:
         """The smallest element size in bytes among the call's tensor arguments (0: no tensor)."""

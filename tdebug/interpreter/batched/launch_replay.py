@@ -25,12 +25,14 @@ not know. A replay that meets what a check would report (frames.user_frame, whic
 raises ReplayAbort while a replay runs) or any error is undone with the batch's own undo, and the batch runs the
 ordinary way; a Plan that keeps giving up is dropped.
 
-When: TDEBUG_REPLAY=auto (the default) records a key's second launch and replays from its third; eager records its
-first; off never. Only launches that run as one batch of more than one program, under the sanitizer, take part.
+When: TDEBUG_REPLAY=auto (the default) records a key's second launch (its first if that is the kernel's first launch
+in the process) and replays the launches after; eager records its first; off never. Only launches that run as one
+batch of more than one program, under the sanitizer, take part.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,12 +136,12 @@ def _plain(value: Any) -> tuple | None:
     return None
 
 
-def key_of(executor_obj, raw: dict[str, Any], grid: tuple[int, int, int]) -> tuple | None:
-    """The launch's key (None: an argument the key cannot hold: a tuple, a descriptor, a wrapper)."""
+def signature_of(executor_obj, raw: dict[str, Any]) -> tuple | None:
+    """The launch's key but its grid (None: an argument the key cannot hold: a tuple, a descriptor, a wrapper)."""
     import torch
 
     fn = executor_obj.fn
-    parts: list = [fn, grid]
+    parts: list = [fn]
     parts.extend(_plain(scope.get(name, _MISSING)) for scope, name in _global_reads(fn))
     storages: dict[int, int] = {}
     constexprs = executor_obj.constexprs
@@ -177,6 +179,9 @@ class Plan:
     steps: list[Callable]
     nbytes: int
     language: bool = False  # a step runs the kernel's Python (a reduction's combine function): the language patched
+    # The recorded launch's arguments as the kernel got them (Triton's tensors): what a launch of the same signature
+    # hands its grid function (its scalars and its tensors' layouts are these; only the data pointers differ)
+    meta: dict = field(default_factory=dict)
     replays: int = 0
     aborts: int = 0
 
@@ -193,13 +198,16 @@ class _Entry:
 
 @dataclass
 class _Plans:
-    entries: dict[tuple, _Entry] = field(default_factory=dict)
+    entries: dict[tuple, _Entry] = field(default_factory=dict)  # key: (signature, grid)
     kernels: set = field(default_factory=set)  # kernels (their Python functions) with a plan
+    metas: dict[tuple, dict] = field(default_factory=dict)  # signature -> a plan's meta (the grid's arguments)
+    launched: set = field(default_factory=set)  # kernels launched (to be recorded) in this process
     nbytes: int = 0
 
     def forget(self) -> None:
         self.entries.clear()
         self.kernels.clear()
+        self.metas.clear()
         self.nbytes = 0
 
 
@@ -214,6 +222,14 @@ def forget() -> None:
 def planned(fn) -> bool:
     """Has some launch of this kernel a plan (worth computing its key before the language is patched)?"""
     return fn in PLANS.kernels
+
+
+def meta_for(signature: tuple | None) -> dict | None:
+    """The arguments a launch of this signature hands its grid function, as a recorded launch of it had them (a
+    copy), or None: no plan of the signature. Only a data pointer's value differs from the launch's own: a grid is
+    a function of sizes, strides, scalars and constexprs."""
+    found = PLANS.metas.get(signature) if signature is not None else None
+    return None if found is None else dict(found)
 
 
 def mode() -> str:
@@ -238,14 +254,21 @@ def plan_for(key: tuple | None) -> Plan | None:
 
 
 def should_record(key: tuple | None) -> bool:
-    """Is this launch (with no plan yet) to be recorded? Counts it as seen."""
-    if key is None or not _INSTALLED or mode() == "off":
+    """Is this launch (with no plan yet) to be recorded? Counts it as seen. auto: a key's second launch, or its first
+    where it is the kernel's first launch in the process (which pays for Triton's rewrite of the kernel and tdebug's
+    first traces of its ops already: a recording adds ~2% to it); eager: a key's first launch."""
+    if key is None or not _INSTALLED:
+        return False
+    how = mode()
+    if how == "off":
         return False
     e = entry(key)
     e.seen += 1
+    cold = key[0][0] not in PLANS.launched  # (the signature's first part: the kernel)
+    PLANS.launched.add(key[0][0])
     if e.plan is not None or e.refused >= RECORD_TRIES:
         return False
-    return e.seen >= (1 if mode() == "eager" else 2)
+    return e.seen >= 2 or how == "eager" or cold
 
 
 def aborted(key: tuple, plan: Plan) -> None:
@@ -269,6 +292,7 @@ def keep(key: tuple, plan: Plan, fn) -> None:
     e = entry(key)
     e.plan = plan
     PLANS.kernels.add(fn)
+    PLANS.metas[key[0]] = plan.meta
     PLANS.nbytes += plan.nbytes
 
 
@@ -388,8 +412,10 @@ def _load_step(event: _Event, other: tuple | None, out: int) -> Callable:
     return step
 
 
-def _store_step(event: _Event, value: tuple) -> Callable:
-    """A store: its listeners' steps, then numpy into the recorded elements of the same storage of this launch."""
+def _store_step(event: _Event, value: tuple, last: list) -> Callable:
+    """A store: its listeners' steps, then numpy into the recorded elements of the same storage of this launch
+    (what it overwrites kept for the batch's undo, unless it is the plan's last step: nothing after it can give the
+    replay up; `last` says, once the plan is made)."""
     listeners, index, elements, lanes, shape = event.steps, event.storage, event.elements, event.lanes, event.shape
     dtype = event.dtype
 
@@ -407,7 +433,7 @@ def _store_step(event: _Event, value: tuple) -> Callable:
             raise ReplayAbort("a stored value of another dtype")
         for listener in listeners:
             listener(replay)
-        store_resolved(elements, lanes, replay.memory(index, dtype), data, batch.memory)
+        store_resolved(elements, lanes, replay.memory(index, dtype), data, None if last[0] is step else batch.memory)
 
     return step
 
@@ -473,6 +499,7 @@ class Recording:
         self.depth = 0  # builder ops running (one made inside another is the outer's)
         self.paused = False
         self.language = False  # a step runs the kernel's Python (Plan.language)
+        self.last: list = [None]  # the plan's last step (set by plan())
         self.storages = {s.data_ptr(): i for i, s in enumerate(launch.storages or ())}
         for value in (launch.args or {}).values():
             handle = getattr(value, "handle", None)
@@ -593,8 +620,10 @@ class Recording:
         """A load or store ran (memory_events): what batch_memory did and what its listeners would do again."""
         if not self.ok:
             return
-        access.resolution = resolution  # (batch_memory took it: the listeners' replay steps read it)
         try:
+            if resolution is not None:  # (batch_memory took it: the listeners' replay steps read it, runs as slices)
+                access.resolution = dataclasses.replace(resolution, elements=_run(resolution.elements),
+                                                        lanes=_run(resolution.lanes))
             self.events.append(self._event(access, resolution, result, listeners))
         except Exception as refused:  # noqa: BLE001 - a recording never fails the batch it records
             self.refuse(_why(refused))
@@ -622,6 +651,7 @@ class Recording:
                 steps.append(made)
         ptrs = access.ptrs
         dtype_tt = ptrs.get_element_ty()
+        resolution = access.resolution
         return _Event(access.kind, tuple(ptrs.data.shape), self.storage_index(resolution.storage), resolution.storage,
                       resolution.elements, resolution.lanes, np.dtype(_get_np_dtype(dtype_tt)),
                       dtype_tt, access.call.arguments.get("other"), access.value, result, steps)
@@ -712,7 +742,7 @@ class Recording:
             return
         value = call["value"] if "value" in call else call["val"]
         value_spec = (D, self._spec(value)[1]) if self.is_data(value) else (K, np.asarray(event.value.data))
-        self.steps.append(_store_step(event, value_spec))
+        self.steps.append(_store_step(event, value_spec, self.last))
 
     # -- the end ---------------------------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -722,7 +752,19 @@ class Recording:
         for v in slots:  # the key's values serve every replay: nothing may write them
             if v is not None and isinstance(getattr(v, "data", None), np.ndarray):
                 v.data.flags.writeable = False
-        return Plan(slots, list(self.steps), nbytes, self.language)
+        self.last[0] = self.steps[-1] if self.steps else None
+        return Plan(slots, list(self.steps), nbytes, self.language, dict(self.launch.args or {}))
+
+
+def _run(indices):
+    """Element or lane indices as a slice where they are one ascending run (a row, a block of whole rows: numpy
+    then copies instead of gathering), else as they are."""
+    if type(indices) is not np.ndarray or indices.ndim != 1 or not indices.size:
+        return indices
+    first, last = int(indices[0]), int(indices[-1])
+    if last - first + 1 != indices.size or not bool((np.diff(indices) == 1).all()):
+        return indices
+    return slice(first, last + 1)
 
 
 def _why(error: Exception) -> str:

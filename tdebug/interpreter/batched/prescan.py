@@ -43,10 +43,19 @@ def names_used(fn) -> frozenset[str]:
     return _CACHE[code]
 
 
+_SERIAL: dict[types.CodeType, str | None] = {}
+
+
 def serial_only(fn) -> str | None:
-    """Why this kernel must run on the serial engine, or None."""
-    names = names_used(fn)
-    return next((SERIAL_NAMES[n] for n in sorted(names) if n in SERIAL_NAMES), None)
+    """Why this kernel must run on the serial engine, or None (read once per kernel)."""
+    code = _code(fn)
+    if code is None or code not in _SERIAL:
+        names = names_used(fn)
+        why = next((SERIAL_NAMES[n] for n in sorted(names) if n in SERIAL_NAMES), None)
+        if code is None:
+            return why
+        _SERIAL[code] = why
+    return _SERIAL[code]
 
 
 def uses_volatile(fn) -> bool:

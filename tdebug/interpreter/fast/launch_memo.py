@@ -1,11 +1,12 @@
-"""Four memoisations in Triton's per-op and per-launch interpreter path, with unchanged results: the language is
-patched once per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv
-and user helpers), the builtins it patches are listed once rather than with inspect.getmembers at every launch,
-`_get_np_dtype` answers from a table instead of building a 19-entry dict on each call, and a launch's tensor and
-int32 arguments get their types from a table (`_implicit_cvt`: Triton mangles and parses a type name for each). And
-one shortcut in
-the rewrite of each jit function (once per function and process): its file and `def` line read from the source
-lines Python keeps, where Triton builds a whole JITFunction (signature, source, hashing) to learn them.
+"""Memoisations in Triton's per-op and per-launch interpreter path, with unchanged results: the language is patched
+once per module per launch (not again on every call of a nested @jit function: tl.max, tl.sum, tl.cdiv and user
+helpers), the builtins it patches are listed once rather than with inspect.getmembers at every launch,
+`_get_np_dtype` answers from a table instead of building a 19-entry dict on each call, a launch's tensor and int32
+arguments get their types from a table (`_implicit_cvt`: Triton mangles and parses a type name for each), and a
+kernel's constexpr parameters are found once (GridExecutor.__init__ normalises its annotations at every launch).
+And one shortcut in the rewrite of each jit function (once per function and process): its file and `def` line read
+from the source lines Python keeps, where Triton builds a whole JITFunction (signature, source, hashing) to learn
+them.
 
 Why the first is exact: Triton's `_patch_lang(fn)` swaps the builtins of the `tl` modules that fn's module
 can see for interpreted versions, and a device-function call (`InterpretedFunction.__call__`) runs it again
@@ -31,7 +32,9 @@ from ..batched.launch import current_launch
 from ..versions import patcher
 
 patch = patcher("launch_memo")
-patch_typed = patcher("typed_args")  # outermost on _implicit_cvt: what it returns it tags itself (provenance.tag)
+# Inside the grid layer's wrapper of GridExecutor.__init__, outermost on _implicit_cvt (what it returns it tags
+# itself: provenance.tag)
+patch_setup = patcher("launch_setup")
 _OWNER = operator.itemgetter(0)  # of a patch scope's change: (owner, name, original)
 
 
@@ -226,6 +229,31 @@ def _typed_args(original):
     return _implicit_cvt
 
 
+_EXECUTOR_FIELDS = {"fn", "arg_names", "grid", "pre_run_hooks", "constexprs"}
+
+
+def _constexprs_once(original):
+    """GridExecutor.__init__ (Triton's, once per launch) normalises the kernel's annotations to find its constexpr
+    parameters; they are the same for the same function and parameter names: found once. A later executor of the
+    function gets Triton's own four fields and that list, where Triton's __init__ sets exactly those five (else it
+    runs as it is)."""
+    found: dict[int, tuple] = {}  # id(fn) -> (fn, arg_names, constexprs)
+
+    def __init__(self, fn, arg_names, grid, pre_run_hooks=[]):  # noqa: B006 - Triton's own signature
+        known = found.get(id(fn))
+        if known is not None and known[0] is fn and known[1] == arg_names:
+            self.fn, self.arg_names, self.grid, self.pre_run_hooks = fn, arg_names, grid, pre_run_hooks
+            self.constexprs = list(known[2])
+            return
+        original(self, fn, arg_names, grid, pre_run_hooks)
+        if set(vars(self)) == _EXECUTOR_FIELDS:
+            if len(found) > 4096:
+                found.clear()
+            found[id(fn)] = (fn, list(arg_names), tuple(self.constexprs))
+
+    return __init__
+
+
 def install() -> None:
     """After aliases.install: the once-per-launch check wraps the alias patch too."""
     from triton.runtime import interpreter
@@ -235,4 +263,5 @@ def install() -> None:
     patch(interpreter.InterpretedFunction, "__call__", _mark_device_call)
     patch(interpreter, "_patch_lang", _once_per_launch)
     patch(interpreter.FunctionRewriter, "_get_jit_fn_file_line", _file_line_from_source)
-    patch_typed(interpreter, "_implicit_cvt", _typed_args)
+    patch_setup(interpreter, "_implicit_cvt", _typed_args)
+    patch_setup(interpreter.GridExecutor, "__init__", _constexprs_once)

@@ -16,7 +16,6 @@ that points into no live device tensor (stale, freed, foreign) is left as it is:
 from __future__ import annotations
 
 import gc
-import operator
 import warnings
 from dataclasses import dataclass, field
 
@@ -213,8 +212,7 @@ class _Tables:
 
     @staticmethod
     def on_host_args(launch, args_hst: list, kwargs_hst: dict) -> None:
-        if all(map(operator.is_, args_hst, launch.args_dev)) and all(
-                kwargs_hst[n] is launch.kwargs.get(n) for n in kwargs_hst):
+        if launch.own_host_copies(args_hst, kwargs_hst):
             CURRENT.append(_NO_TABLES)  # every argument its own host copy (the CPU's): no device address
             return
         names = list(kwargs_hst)
