@@ -102,8 +102,24 @@ PLUMBING = ("TDEBUG_RESULT_FD", "TDEBUG_PARENT_PID", "TDEBUG_FOLLOW", "TDEBUG_GA
 _PARSED: dict[tuple[str, str | None], Any] = {}  # (name, raw) -> value: executor() is asked at every builtin
 
 
+_ENVIRON_DATA = getattr(os.environ, "_data", None)  # os.environ's own dict (encoded keys and values), on POSIX
+_ENCODED: dict[str, Any] = {}  # a name -> its key there
+
+
 def get(name: str, environ: Mapping[str, str] | None = None) -> Any:
-    """The setting's value now (the environment may change: --executor sets TDEBUG_EXECUTOR for the children)."""
+    """The setting's value now (the environment may change: --executor sets TDEBUG_EXECUTOR for the children).
+    Read from os.environ's own dict where it has one (the engine asks at every launch: no key to encode, no value
+    to decode until it changes)."""
+    if environ is None and _ENVIRON_DATA is not None:
+        encoded = _ENCODED.get(name)
+        if encoded is None:
+            encoded = _ENCODED[name] = os.environ.encodekey(name)
+        key = (name, _ENVIRON_DATA.get(encoded))
+        found = _PARSED.get(key)
+        if found is None and key not in _PARSED:
+            raw = None if key[1] is None else os.environ.decodevalue(key[1])
+            found = _PARSED[key] = BY_NAME[name].parse(raw)
+        return found
     raw = (os.environ if environ is None else environ).get(name)
     key = (name, raw)
     if key not in _PARSED:

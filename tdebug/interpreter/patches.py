@@ -247,9 +247,12 @@ class _LaunchClock:
 
 def _record_grid(original):
     def set_grid_dim(*args, **kwargs):
-        call = bind(original, args, kwargs)
         if STATE.launches:
-            STATE.launches[-1].grid = (call.arguments["nx"], call.arguments["ny"], call.arguments["nz"])
+            if len(args) == 3 and not kwargs:  # (grid_loop's call: nx, ny, nz)
+                STATE.launches[-1].grid = args
+            else:
+                call = bind(original, args, kwargs)
+                STATE.launches[-1].grid = (call.arguments["nx"], call.arguments["ny"], call.arguments["nz"])
         return original(*args, **kwargs)
 
     return set_grid_dim

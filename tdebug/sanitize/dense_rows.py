@@ -330,7 +330,7 @@ class DenseRows:
                 continue
             for rows in records:
                 rows.view(s.marks)[...] = s.marked
-            if whole and bool((s.marks == s.marked).all()):
+            if whole and (s.covered or bool((s.marks == s.marked).all())):
                 self._written_whole(s)
 
     @staticmethod

@@ -424,6 +424,10 @@ class LaunchChecker(DenseRows, Readers):
         """A replayed store to these elements (a slice: a run of them): s stored to, the elements written (as the
         access's own path marks them: the lane by lane one, or dense rows kept aside until the launch's end)."""
         self._stored(s)
+        if type(elements) is slice and elements.start == 0 and elements.stop == s.elements and not s.covered:
+            if self.undo is not None:
+                self.undo.append((s, "covered", False))
+            s.covered = True  # (settle_marks: every element written, no need to read the marks again)
         if isinstance(elements, (np.ndarray, slice)):
             self._written(s, elements)
         elif s.marks is None and s.written is not None:  # (the dense-rows path leaves such a storage lane by lane)

@@ -98,6 +98,7 @@ class Shadow:
     stores_pending: tuple = ()
     # Rows of dense-row stores whose written marks wait for the launch's end (DenseRows.settle_marks).
     marks_pending: tuple = ()
+    covered: bool = False  # a store of this launch wrote every element (a replayed store's run, launch_replay.py)
     _scratch: np.ndarray | None = None  # per element, garbage between uses (programs_per_element)
     _bytes: np.ndarray | None = None  # the storage's memory (array())
 

@@ -624,11 +624,15 @@ def _cpu_host_args(executor, args_dev, kwargs: dict) -> tuple[list, dict] | None
     import torch
     from triton.runtime import interpreter
 
+    tensor = torch.Tensor
     for arg in (*args_dev, *kwargs.values()):
-        if hasattr(arg, "data_ptr"):
-            if type(arg) is not torch.Tensor or arg.device.type != "cpu" or arg.requires_grad:
+        kind = type(arg)
+        if kind is tensor:
+            if not arg.is_cpu or arg.requires_grad:
                 return None
-        elif isinstance(arg, (tuple, interpreter.TensorDescriptor)):
+        elif kind is int or kind is float or kind is bool or arg is None:
+            continue
+        elif hasattr(arg, "data_ptr") or isinstance(arg, (tuple, interpreter.TensorDescriptor)):
             return None
     return list(args_dev), dict(kwargs)
 

@@ -671,7 +671,8 @@ def install(recorder: StoreRecorder = RECORDER) -> StoreRecorder:
 
     def grid_dim(original):
         def set_grid_dim(*args, **kwargs):
-            recorder.set_grid(tuple(bind(original, args, kwargs).arguments.values()))
+            recorder.set_grid(args if len(args) == 3 and not kwargs else  # (grid_loop's call: nx, ny, nz)
+                              tuple(bind(original, args, kwargs).arguments.values()))
             return original(*args, **kwargs)
         return set_grid_dim
 
