@@ -320,7 +320,7 @@ class DenseRows:
         """At the launch's end: the written marks of the dense-row stores kept aside, set; and where the launch's
         stores (those, or those before) left every element of their storage written, the allocation recorded as
         written whole (its marks let go: later launches and the unwritten check need not read them)."""
-        for s in self.shadows:
+        for s in self.shadows_made():
             records, s.marks_pending = s.marks_pending, ()
             if s.marks is None or not s.stored:
                 continue

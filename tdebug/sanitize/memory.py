@@ -61,8 +61,11 @@ class LaunchChecker(DenseRows, Readers):
         by_storage: dict[tuple[int, int], list[ArgView]] = {}
         for v in views:
             by_storage.setdefault((v.storage_ptr, v.elsize), []).append(v)
-        self.shadows = [Shadow.create(vs) for vs in by_storage.values()]
-        self.shadows.sort(key=lambda s: s.ptr)
+        # Per storage its views; its shadow made at the first access that needs it (`shadows`: all of them, made
+        # now; a replayed launch, launch_replay.py, makes only those of the storages it stores to or may read cold)
+        self._storage_views = by_storage
+        self._shadows: list[Shadow] | None = None
+        self._made_shadows: dict[tuple[int, int], Shadow] = {}
         self.issues: dict[tuple, Issue] = {}
         self._pid_of: Callable[[int], tuple[int, int, int]] | None = None  # batched accesses: linear -> (x, y, z)
         self.undo: list | None = None  # while a batch runs: what to put back to undo it (_write)
@@ -81,6 +84,28 @@ class LaunchChecker(DenseRows, Readers):
         self.pid_dtype: type = np.int32
         self._grid: tuple[int, int, int] | None = None
         self._pending_lanes = 0  # lanes of the reads kept aside as they were (_defer), in every storage
+
+    @property
+    def shadows(self) -> list[Shadow]:
+        """Every storage's shadow, by address (made now where not yet)."""
+        if self._shadows is None:
+            made = self._made_shadows
+            self._shadows = sorted((made.get(key) or Shadow.create(views)
+                                    for key, views in self._storage_views.items()), key=lambda s: s.ptr)
+        return self._shadows
+
+    @shadows.setter
+    def shadows(self, shadows: list[Shadow]) -> None:
+        self._shadows = shadows
+
+    def shadows_made(self) -> list[Shadow]:
+        """The shadows made so far: every storage's, or (a replayed launch's) those its accesses asked for. A storage
+        with none made had no access that wrote it, nor one that could read it uninitialised."""
+        return self._shadows if self._shadows is not None else list(self._made_shadows.values())
+
+    def beyond_arguments(self) -> bool:
+        """Does the launch reach storages that are none of its arguments' (pointers built from integers)?"""
+        return self._shadows is not None and len(self._shadows) > len(self._storage_views)
 
     def set_grid(self, gx: int, gy: int, gz: int) -> None:
         """The launch's grid, before its first access (the program tables' integer type follows from it)."""
@@ -403,11 +428,26 @@ class LaunchChecker(DenseRows, Readers):
     # -- a replayed launch (launch_replay.py): its accesses are the recorded launch's, found in bounds and free of
     # races then (those follow from the key alone); what depends on memory is done again ----------------------------
     def shadow_for(self, ptr: int, elsize: int) -> Shadow:
-        """The shadow of the storage at `ptr` seen in elements of `elsize` bytes."""
-        for s in self.shadows:
-            if s.ptr == ptr and s.elsize == elsize:
-                return s
-        raise LookupError(f"no shadow of the storage at 0x{ptr:x}")
+        """The shadow of the storage at `ptr` seen in elements of `elsize` bytes (made now if not yet)."""
+        if self._shadows is not None:
+            for s in self._shadows:
+                if s.ptr == ptr and s.elsize == elsize:
+                    return s
+            raise LookupError(f"no shadow of the storage at 0x{ptr:x}")
+        found = self._made_shadows.get((ptr, elsize))
+        if found is None:
+            found = self._made_shadows[(ptr, elsize)] = Shadow.create(self._storage_views[(ptr, elsize)])
+        return found
+
+    def may_be_cold(self, ptr: int, elsize: int) -> bool:
+        """Might the storage hold memory nothing wrote (its shadow's maybe_cold; asked without making the shadow: a
+        storage no torch.empty allocated, or one written whole, cannot)?"""
+        if self._shadows is not None or (ptr, elsize) in self._made_shadows:
+            return self.shadow_for(ptr, elsize).maybe_cold
+        from ..catalogue.poison import ALLOCATIONS
+
+        first = self._storage_views[(ptr, elsize)][0]
+        return first.was_empty and not ALLOCATIONS.fully_written(first.home_ptr)
 
     def replay_load(self, s: Shadow, elements: np.ndarray | slice | Rows | RowGroups) -> None:
         """A replayed load of these elements (a slice: a run of them): an uninitialised one stops the replay (the
@@ -475,8 +515,9 @@ class LaunchChecker(DenseRows, Readers):
         self.undo = []
         self._made = set()
         order = None if self.order is None else self.order.checkpoint()
-        return ({key: issue.copy() for key, issue in self.issues.items()}, list(self.shadows), self._pending_lanes,
-                order)
+        shadows = None if self._shadows is None else list(self._shadows)
+        return ({key: issue.copy() for key, issue in self.issues.items()}, shadows, dict(self._made_shadows),
+                self._pending_lanes, order)
 
     def rollback(self, token: tuple) -> None:
         for target, what, old in reversed(self.undo or []):
@@ -484,7 +525,11 @@ class LaunchChecker(DenseRows, Readers):
                 setattr(target, what, False if what == "stored" else old)
             else:
                 target[what] = old
-        self.issues, self.shadows, self._pending_lanes, order = token
+        self.issues, shadows, self._made_shadows, self._pending_lanes, order = token
+        if shadows is not None:
+            self._shadows = shadows
+        elif self._shadows is not None:  # made since the checkpoint: those of the launch's own storages kept
+            self._shadows = [s for s in self._shadows if (s.ptr, s.elsize) in self._storage_views]
         if self.order is not None:
             self.order.rollback(order)
         self.undo = None

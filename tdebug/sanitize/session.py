@@ -163,11 +163,11 @@ class SanitizerSession:
             checker = self.current
             if checker is None:  # (off for this launch: pytest's skip mark)
                 return
-            s = checker.shadow_for(replay.ptr(index), elsize)
-            if kind == "load":
-                checker.replay_load(s, elements)
-            else:
-                checker.replay_store(s, elements)
+            ptr = replay.ptr(index)
+            if kind != "load":
+                checker.replay_store(checker.shadow_for(ptr, elsize), elements)
+            elif "uninit" in checker.checks and checker.may_be_cold(ptr, elsize):
+                checker.replay_load(checker.shadow_for(ptr, elsize), elements)
 
         return step
 
@@ -181,7 +181,7 @@ class SanitizerSession:
             return None
         if sum(i.count for i in checker.issues.values()) != sum(i.count for i in mine[0].values()):
             return "a finding"
-        if len(checker.shadows) != len(mine[1]) or (checker.order is not None and checker.order.active):
+        if checker.beyond_arguments() or (checker.order is not None and checker.order.active):
             return "pointers built from integers, or locks"
         return None
 
@@ -227,8 +227,12 @@ class SanitizerSession:
         homes = dict(zip(names, args_dev))
         homes.update(kwargs_dev or {})
         views = []
+        tensor = torch.Tensor
         for name, value in bound.items():
-            t = getattr(value, "base", value)  # TensorWrapper
+            kind = type(value)
+            if kind is int or kind is float or kind is bool or value is None:
+                continue
+            t = value if kind is tensor else getattr(value, "base", value)  # TensorWrapper
             if isinstance(t, torch.Tensor):
                 storage = t.untyped_storage()
                 home = homes.get(name)
@@ -257,7 +261,7 @@ class SanitizerSession:
             f.config = self.config
         self.case_findings += found
         # Only tensors a launch stored to can have unwritten elements.
-        for shadow in checker.shadows:
+        for shadow in checker.shadows_made():
             if shadow.stored:
                 for v in shadow.views:
                     self.case_stored.setdefault((v.home_ptr, v.name), v)
@@ -336,7 +340,7 @@ class SanitizerSession:
         grid write them under the kernel's own masks? (tdebug.sanitize.unwritten)"""
         if "unwritten" not in self.checks or checker is None:
             return
-        unwritten = unwritten_elements(checker.shadows)
+        unwritten = unwritten_elements(checker.shadows_made())
         if not unwritten:
             return
         import copy

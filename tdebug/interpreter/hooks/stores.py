@@ -290,12 +290,15 @@ class StoreRecorder:
         """named: (parameter, the caller's argument, the interpreter's host copy) per argument."""
         self.count += 1
         launch = LaunchStores(self.count, kernel)
+        tensor = _tensor_class()
         for name, dev, hst in named:
-            if type(hst) in (int, float, bool) or hst is None:
+            kind = type(hst)
+            if kind is int or kind is float or kind is bool or hst is None:
                 continue
-            dev, hst = getattr(dev, "base", dev), getattr(hst, "base", hst)  # TensorWrapper, TensorDescriptor
-            if not (hasattr(hst, "untyped_storage") and hasattr(dev, "untyped_storage")):
-                continue
+            if kind is not tensor:
+                dev, hst = getattr(dev, "base", dev), getattr(hst, "base", hst)  # TensorWrapper, TensorDescriptor
+                if not (hasattr(hst, "untyped_storage") and hasattr(dev, "untyped_storage")):
+                    continue
             storage = hst.untyped_storage()
             ptr = storage.data_ptr()
             offset, strides = hst.storage_offset(), tuple(hst.stride())
@@ -619,6 +622,12 @@ def _scalars_of_key(recording) -> bool:
         handle is not None and recording.is_data(handle)
         for name, value in frame.f_locals.items() if not name.startswith("_")
         for handle in (_scalar_handle(value),))
+
+
+def _tensor_class():
+    import torch
+
+    return torch.Tensor
 
 
 def _moved(addresses: np.ndarray, delta: int) -> np.ndarray:
