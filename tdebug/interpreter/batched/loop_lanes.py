@@ -122,13 +122,6 @@ def _chunks(batch, begins: np.ndarray, trips: int, step: int, accumulators: tupl
                                                                     np.ones(batch.size, dtype=bool))
 
 
-class _Rows:
-    """A part of the batch for predicated_loops._merge_rows: the batch and the rows its programs hold there."""
-
-    def __init__(self, batch, rows: np.ndarray) -> None:
-        self.batch, self.rows = batch, rows
-
-
 class Lanes:
     """One chunk of a loop's iterations as lanes: the batch it widens, how many iterations each program makes in
     it (`counts`; `trips` the one count of all where they agree, else None: a ragged chunk), the loop's
@@ -277,9 +270,7 @@ class Lanes:
         handle = getattr(total, "handle", None)
         if not (getattr(handle, MARK, False) and np.shape(handle.data)[0] == batch.size):
             self.refuse("an accumulator of a ragged chunk that is not per program")
-        piece = program_axis.Batch(batch.pids[:, on], effects=batch.effects, atomics=batch.atomics,
-                                   memory=batch.memory, serial=batch.serial, root=batch, root_rows=on)
-        piece.loop_scalars = {k: v.of_rows(on) for k, v in batch.loop_scalars.items()}
+        piece = batch.part(on)
         launch = current_launch()
         launch.batch = piece
         try:
@@ -289,7 +280,7 @@ class Lanes:
         finally:
             launch.batch = batch
             batch.effects, batch.atomics = piece.effects, piece.atomics
-        merged = predicated_loops._merge_rows(_Rows(batch, on), total, mine)
+        merged = predicated_loops.merge_rows(batch.size, on, total, mine)
         if merged is None:
             self.refuse("an accumulator of a ragged chunk whose rows cannot be put back")
         return merged

@@ -671,11 +671,7 @@ def compact(state: _Iteration, frame_locals: dict, reads: tuple[str, ...], scala
                 and np.shape(value.handle.data)[0] == batch.size:
             cut[name] = value
     rows = np.flatnonzero(state.active)
-    root = batch.root or batch
-    part = program_axis.Batch(batch.pids[:, rows], effects=batch.effects, atomics=batch.atomics, memory=batch.memory,
-                              serial=batch.serial, root=root,
-                              root_rows=rows if batch.root is None else batch.root_rows[rows])
-    part.loop_scalars = {key: v.of_rows(rows) for key, v in batch.loop_scalars.items()}
+    part = batch.part(rows)
     state.part, state.rows = part, rows
     current_launch().batch = part
     from .grid_loop import STATS
@@ -773,7 +769,7 @@ def end(state: _Iteration, frame_locals: dict, names: tuple[str, ...], own: tupl
         value = frame_locals[name]
         if where is not None and value is not state.before.get(name):  # (not bound again: as it was)
             if name in state.before:
-                merged = _merge_rows(state, state.before[name], value)
+                merged = merge_rows(state.batch.size, state.rows, state.before[name], value)
                 if merged is not None:
                     out[name] = merged
                     continue
@@ -816,9 +812,10 @@ def _program_int(value: Any, size: int) -> bool:
         and value.dtype.is_int() and np.shape(value.handle.data)[:1] == (size,)
 
 
-def _merge_rows(state: _Iteration, old: Any, new: Any) -> Any:
+def merge_rows(size: int, rows: np.ndarray, old: Any, new: Any) -> Any:
     """_merge of a compacted iteration's value of a plain tensor (no side arrays, no per-program state beside
-    it): a copy of the old value with the part's rows put in (None: the general way, widened then merged)."""
+    it): a copy of the old value (of `size` programs) with the part's rows put in (None: the general way,
+    widened then merged)."""
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
 
@@ -830,14 +827,14 @@ def _merge_rows(state: _Iteration, old: Any, new: Any) -> Any:
             or not getattr(b, MARK, False) or a.dtype != b.dtype:
         return None
     old_data, new_data = np.asarray(a.data), np.asarray(b.data)
-    if old_data.dtype != new_data.dtype or old_data.shape[0] != state.batch.size \
-            or new_data.shape != (state.rows.size,) + old_data.shape[1:] or _side_arrays(a) or _side_arrays(b):
+    if old_data.dtype != new_data.dtype or old_data.shape[0] != size \
+            or new_data.shape != (rows.size,) + old_data.shape[1:] or _side_arrays(a) or _side_arrays(b):
         return None
     extra = _extras(a)
     if extra.keys() != _extras(b).keys() or any(isinstance(v, tuple) or v != getattr(b, k) for k, v in extra.items()):
         return None
     data = np.array(old_data, order="C")
-    data[state.rows] = new_data
+    data[rows] = new_data
     handle = copy.copy(b)
     handle.data = data
     merged = copy.copy(new)

@@ -115,6 +115,16 @@ class Batch:
     def pid(self, i: int) -> tuple[int, int, int]:
         return int(self.pids[0, i]), int(self.pids[1, i]), int(self.pids[2, i])
 
+    def part(self, rows: np.ndarray) -> Batch:
+        """The batch of the programs in `rows` only (a compacted iteration, a ragged chunk's tail): it shares this
+        batch's effects, memory undo and serial; `root` and `root_rows` name the batch grid_loop runs and their
+        rows in it; the loop variables' values cut to them."""
+        root = self.root or self
+        part = Batch(self.pids[:, rows], effects=self.effects, atomics=self.atomics, memory=self.memory,
+                     serial=self.serial, root=root, root_rows=rows if self.root is None else self.root_rows[rows])
+        part.loop_scalars = {key: v.of_rows(rows) for key, v in self.loop_scalars.items()}
+        return part
+
     def linear_pids(self, gx: int, gy: int) -> np.ndarray:
         """Each program's linear id in a grid whose x and y sizes are gx and gy (x fastest, as Triton counts)."""
         return self.pids[0] + gx * (self.pids[1] + gy * self.pids[2])
