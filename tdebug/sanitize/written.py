@@ -113,6 +113,10 @@ class TorchWrites(TorchDispatchMode):
     """Marks what torch ops write into tracked allocations; reports reads of never-written elements of
     kernel outputs. Ops that tdebug or Triton's interpreter run (host copies, poisoning) are not the user's."""
 
+    # A factory's (torch.empty's) fresh tensor is nothing to it: when it is the only mode, the poisoner calls them
+    # past it (catalogue/poison.py; an empty_like reads no element, an out= is poisoned and its marks reset after).
+    passes_factories = True
+
     def __init__(self, check_reads: bool = True) -> None:
         super().__init__()
         self.check_reads = check_reads

@@ -228,10 +228,11 @@ def _serial_program(fn, args: dict, pid: tuple[int, int, int]) -> None:
 class BatchedLaunch:
     """One launch run by the batched engine; after an op it cannot batch, the rest of the launch runs serially."""
 
-    def __init__(self, fn, launch: Launch, unreplayed: Callable[[], None] | None = None) -> None:
+    def __init__(self, fn, launch: Launch, rebind: Callable[[], dict] | None = None) -> None:
         self.fn, self.launch = fn, launch
-        # The language patched and the arguments bound, where a replay left them not (its kernel's code runs)
-        self.unreplayed = unreplayed or _nothing
+        # Where a replay left the language unpatched and the arguments unbound: patches it and binds them (for the
+        # kernel's code to run after all), returning the arguments. (Not a closure over this object: no cycle.)
+        self.rebind = rebind
         self.args, self.grid, self.storages = launch.args, launch.grid, launch.storages
         self.batch_size = FIRST_BATCH
         self.batch_cap = MAX_BATCH  # programs in one batch at most (less after atomics met: atomic_order.py)
@@ -241,6 +242,12 @@ class BatchedLaunch:
         self.one_as_batch = prescan.lane_loops(fn)
         self.replay: tuple | None = None  # (key, plan): the first batch, the whole launch, replays the plan
         self.record: tuple | None = None  # the key the first batch, the whole launch, is recorded for
+
+    def unreplayed(self) -> None:
+        """The replay gave up (or this launch runs no replay after all): its kernel's code runs on its own
+        arguments in the patched language."""
+        if self.rebind is not None:
+            self.args, self.rebind = self.rebind(), None
 
     def run(self) -> None:
         order = _order(self.grid)
@@ -466,10 +473,6 @@ def _engine_signal(error: BaseException) -> Divergent | Unported | LanesRefused 
 
 
 def _never(token: Any) -> None:
-    return None
-
-
-def _nothing() -> None:
     return None
 
 
@@ -783,7 +786,7 @@ def _run_grid(executor_obj, launch: Launch, raw: dict[str, Any] | None = None, r
         if replay is None:
             batched = BatchedLaunch(executor_obj.fn, launch)
         else:
-            batched = BatchedLaunch(executor_obj.fn, launch, lambda: _unreplayed(batched, patch_lang, bind_args))
+            batched = BatchedLaunch(executor_obj.fn, launch, lambda: (patch_lang(), bind_args())[1])
         if raw is not None and 1 < grid[0] * grid[1] * grid[2] <= batched.batch_size:  # one batch: replayable
             if replay is None:
                 signature = launch_replay.signature_of(executor_obj, raw) if signature is None else signature
@@ -813,13 +816,6 @@ def _run_grid(executor_obj, launch: Launch, raw: dict[str, Any] | None = None, r
                     _serial_program(executor_obj.fn, args, (x, y, z))
     STATS.launches_serial += 1
     STATS.fallbacks.append(why)
-
-
-def _unreplayed(batched: BatchedLaunch, patch_lang: Callable[[], None], bind_args: Callable[[], dict]) -> None:
-    """A launch left unpatched and unbound for a replay runs its kernel's code after all (the replay gave up): the
-    language patched, its own arguments bound (the replay's were a recorded launch's)."""
-    patch_lang()
-    batched.args = bind_args()
 
 
 def _installed() -> bool:

@@ -131,30 +131,27 @@ def _tensor_storages(values) -> tuple[dict[int, Any], int]:
     import torch
 
     seen: dict[int, Any] = {}
-    smallest = 0
-    tensor = torch.Tensor
-
-    def add(t) -> None:
-        nonlocal smallest
-        storage = t.untyped_storage()
-        if storage.nbytes():
-            seen.setdefault(storage.data_ptr(), storage)
-            size = t.element_size()
-            smallest = size if not smallest else min(smallest, size)
-
-    def visit(v) -> None:
-        if type(v) is tensor:  # (the common arguments first)
-            add(v)
-        elif type(v) in (int, float, bool) or v is None:
-            return
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                visit(x)
-        else:
-            base = getattr(v, "base", v)  # TensorWrapper / TensorDescriptor
-            if hasattr(base, "untyped_storage"):
-                add(base)
-
+    sizes: list[int] = []
     for v in values:
-        visit(v)
-    return seen, smallest
+        _visit(v, torch.Tensor, seen, sizes)
+    return seen, min(sizes, default=0)
+
+
+def _visit(v, tensor: type, seen: dict[int, Any], sizes: list[int]) -> None:
+    """The storages of the tensors in an argument (a tensor, a wrapper, a descriptor, a list or tuple of them)
+    into `seen`, their element sizes into `sizes`. (A function of the module: a recursive closure is a cycle.)"""
+    if type(v) is not tensor:
+        if type(v) in (int, float, bool) or v is None:
+            return
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                _visit(x, tensor, seen, sizes)
+            return
+        if not isinstance(v, tensor):  # (a subclass's .base is its view's base)
+            v = getattr(v, "base", v)  # TensorWrapper / TensorDescriptor
+        if not hasattr(v, "untyped_storage"):
+            return
+    storage = v.untyped_storage()
+    if storage.nbytes():
+        seen.setdefault(storage.data_ptr(), storage)
+        sizes.append(v.element_size())
