@@ -464,10 +464,17 @@ class LaunchChecker(DenseRows, Readers):
         """A replayed store to these elements (a slice: a run of them): s stored to, the elements written (as the
         access's own path marks them: the lane by lane one, or dense rows kept aside until the launch's end)."""
         self._stored(s)
-        if type(elements) is slice and elements.start == 0 and elements.stop == s.elements and not s.covered:
-            if self.undo is not None:
-                self.undo.append((s, "covered", False))
-            s.covered = True  # (settle_marks: every element written, no need to read the marks again)
+        if type(elements) is slice and elements.start == 0 and elements.stop == s.elements:
+            if not s.covered:
+                if self.undo is not None:
+                    self.undo.append((s, "covered", False))
+                s.covered = True  # (settle_marks: every element written, no need to read the marks again)
+            if s.marks is not None and s.nbytes == s.elements * s.elsize:
+                # Every byte written: settle_marks records the allocation written whole (its marks let go), and
+                # holding_data reads a covered storage as written; the marks need no write (nor its undo) now.
+                if s.maybe_cold and s.init is not None:
+                    self._write(s, "init", elements, True)
+                return
         if isinstance(elements, (np.ndarray, slice)):
             self._written(s, elements)
         elif s.marks is None and s.written is not None:  # (the dense-rows path leaves such a storage lane by lane)

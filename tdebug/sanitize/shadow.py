@@ -176,7 +176,9 @@ class Shadow:
         """Per element, whether it holds data now: it no longer holds the poison, or it is marked written (by a
         kernel or a torch op: a value written that happens to equal the poison counts too; written.py)."""
         init = ~storage_poison_mask(self.views[0].tensor)
-        if self.written is not None and not init.all():
+        if self.covered:  # (a store of this launch wrote every element)
+            init[...] = True
+        elif self.written is not None and not init.all():
             init[: self.written.shape[0]] |= (self.marks == self.marked) if self.marks is not None \
                 else self.written.all(axis=1)
         return init
