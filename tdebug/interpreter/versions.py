@@ -572,8 +572,16 @@ def registered(key: str) -> Internal | None:
     """The INTERNALS entry (an internal, or the first family) that covers "Owner.name"."""
     if key in INTERNALS:
         return INTERNALS[key]
+    if key in _FAMILY_OF:
+        return _FAMILY_OF[key]
     owner, _, name = key.rpartition(".")
-    return next((i for i in _TABLE if i.owner == owner and fnmatch.fnmatchcase(name, i.name)), None)
+    found = _FAMILY_OF[key] = next((i for i in _TABLE if i.owner == owner and fnmatch.fnmatchcase(name, i.name)),
+                                   None)
+    return found
+
+
+_FAMILY_OF: dict[str, Internal | None] = {}  # registered()'s answers for keys INTERNALS does not name (patched by
+# several layers: each asks)
 
 
 def unregistered() -> list[str]:
