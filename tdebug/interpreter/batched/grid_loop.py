@@ -238,10 +238,16 @@ class BatchedLaunch:
         self.batch_cap = MAX_BATCH  # programs in one batch at most (less after atomics met: atomic_order.py)
         self.serial_from: str | None = None  # why the rest of the launch runs serially
         # A part of one program runs as a batch of one where the kernel has loops whose iterations may run as lanes
-        # of a batch (loop_lanes.py), on the serial engine otherwise
-        self.one_as_batch = prescan.lane_loops(fn)
+        # of a batch (loop_lanes.py), on the serial engine otherwise (None: not asked yet; the prescan parses the
+        # kernel's source, which a launch whose parts all have several programs never needs)
+        self.one_as_batch: bool | None = None
         self.replay: tuple | None = None  # (key, plan): the first batch, the whole launch, replays the plan
         self.record: tuple | None = None  # the key the first batch, the whole launch, is recorded for
+
+    def _one_as_batch(self) -> bool:
+        if self.one_as_batch is None:
+            self.one_as_batch = prescan.lane_loops(self.fn)
+        return self.one_as_batch
 
     def unreplayed(self) -> None:
         """The replay gave up (or this launch runs no replay after all): its kernel's code runs on its own
@@ -265,7 +271,7 @@ class BatchedLaunch:
         todo = [pids]
         while todo:
             part = todo.pop(0)
-            if (part.shape[1] == 1 and not self.one_as_batch) or self.serial_from is not None:
+            if (part.shape[1] == 1 and not self._one_as_batch()) or self.serial_from is not None:
                 for i in range(part.shape[1]):
                     _serial_program(self.fn, self.args, tuple(int(v) for v in part[:, i]))
                 continue
