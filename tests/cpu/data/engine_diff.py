@@ -5,6 +5,8 @@ programs, examples) and store records (program, line, elements) compared as they
     python engine_diff.py FILE... [--max-cases N]      prints one JSON line: {"cases": n, "differences": [...]}
     python engine_diff.py --scenarios FILE [NAME...]     the same for FILE's scenario_* functions (a fresh seed)
     python engine_diff.py --liger [OP...]                 the same for Liger-Kernel's ops (liger_ops.py), fwd + bwd
+    python engine_diff.py --liger --twice [OP...]         each op called twice (fresh inputs of the same shapes: the
+                                                          batched engine's second launches replay the first's)
 """
 
 from __future__ import annotations
@@ -86,18 +88,22 @@ def scenarios(path, names: list[str], session) -> int:
     return 0
 
 
-def _liger_scenario(op):
-    """One Liger op, forward and backward, on fresh inputs from `seed`: what it computed, gradients included."""
+def _liger_scenario(op, calls: int = 1):
+    """One Liger op, forward and backward, `calls` times on fresh inputs from `seed` (the same shapes): what it
+    computed, gradients included."""
     import liger_ops
 
     def scenario(seed: int):
         torch.manual_seed(seed)
-        inputs = op.make(op.small)
-        grads = [x.is_floating_point() and i not in op.constants for i, x in enumerate(inputs)]
-        ours = [x.detach().clone().requires_grad_(g) if g else x.clone() for x, g in zip(inputs, grads)]
-        out = liger_ops.outputs(op.liger(*ours))
-        torch.autograd.backward(out, [torch.randn(o.shape) for o in out])
-        return [o.detach() for o in out] + [x.grad for x, g in zip(ours, grads) if g]
+        computed = []
+        for _ in range(calls):
+            inputs = op.make(op.small)
+            grads = [x.is_floating_point() and i not in op.constants for i, x in enumerate(inputs)]
+            ours = [x.detach().clone().requires_grad_(g) if g else x.clone() for x, g in zip(inputs, grads)]
+            out = liger_ops.outputs(op.liger(*ours))
+            torch.autograd.backward(out, [torch.randn(o.shape) for o in out])
+            computed += [o.detach() for o in out] + [x.grad for x, g in zip(ours, grads) if g]
+        return computed
 
     return scenario
 
@@ -106,10 +112,12 @@ def liger(names: list[str], session) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import liger_ops
 
+    calls = 2 if "--twice" in names else 1
+    names = [n for n in names if n != "--twice"]
     module = type(sys)("liger_scenarios")
     for op in liger_ops.liger_ops():
         if not names or op.name in names:
-            setattr(module, f"scenario_{op.name}", _liger_scenario(op))
+            setattr(module, f"scenario_{op.name}", _liger_scenario(op, calls))
     return scenarios(module, [], session)
 
 
