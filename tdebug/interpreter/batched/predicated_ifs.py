@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ast_walk import walk
 from ..semantics import boolops
 from ..versions import rewrite_jit_functions
 from . import predicated_loops, program_axis
@@ -47,7 +48,7 @@ def rewrite(tree: ast.AST) -> ast.AST:
     for function in getattr(tree, "body", []):
         if isinstance(function, ast.FunctionDef):
             function.body = _early_returns(function.body) or [ast.Pass(**_Place(function).at)]  # `return` alone
-            ifs = [n for n in ast.walk(function) if isinstance(n, ast.If) and _written(n)]
+            ifs = [n for n in walk(function) if isinstance(n, ast.If) and _written(n)]
             if ifs:
                 _Rewriter(function, {id(n) for n in ifs}).statements(function)
     return tree
@@ -94,9 +95,9 @@ def _returns_through_ifs(node: ast.If) -> bool:
         elif isinstance(stmt, ast.If):
             if _returns_through_ifs(stmt):
                 found = True
-            elif any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+            elif any(isinstance(n, ast.Return) for n in walk(stmt)):
                 return False
-        elif any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+        elif any(isinstance(n, ast.Return) for n in walk(stmt)):
             return False  # a return inside a loop (or a value returned in a branch)
     return found
 
@@ -104,7 +105,7 @@ def _returns_through_ifs(node: ast.If) -> bool:
 def _static(node: ast.If, constexprs: set[str], local: set[str]) -> bool:
     """An `if` whose test is the same in every program: no call, and every name a constexpr parameter or not a
     local of the function (a module's constant). (Its test is boolops' condition(test, source): _written.)"""
-    for n in ast.walk(node.test.args[0]):
+    for n in walk(node.test.args[0]):
         if isinstance(n, ast.Call):
             return False
         if isinstance(n, ast.Name) and n.id in local and n.id not in constexprs:
@@ -147,7 +148,7 @@ class _Rewriter:
             return node
         for stmt in node.body + node.orelse:
             operands = _boolop_operands(stmt)
-            if any(isinstance(n, _ESCAPES) and id(n) not in operands for n in ast.walk(stmt)):
+            if any(isinstance(n, _ESCAPES) and id(n) not in operands for n in walk(stmt)):
                 return node
         at = _Place(node)
         name = BRANCH.format(self.count)
@@ -157,7 +158,7 @@ class _Rewriter:
             if not body or all(isinstance(s, ast.Pass) for s in body):
                 sides.append(None)
                 continue
-            inside = {id(n) for s in body for n in ast.walk(s)}
+            inside = {id(n) for s in body for n in walk(s)}
             begin = _helper(at, "branch_begin", [at.name(name), at.locals()])
             sides.append(self.loops.predicated(at, body, inside, begin, compacting=False))
         then, orelse = sides

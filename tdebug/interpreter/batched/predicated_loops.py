@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ast_walk import children, walk
 from ..semantics.loop_counters import LoopCounter
 from ..versions import rewrite_jit_functions
 from . import program_axis
@@ -67,7 +68,7 @@ _ESCAPES = (ast.Break, ast.Continue, ast.Return, ast.Yield, ast.YieldFrom, ast.A
 
 def _boolop_operands(node: ast.AST) -> set[int]:
     """The lambdas boolops' rewrite made of `a and b`'s operands (called at once, inside the statement)."""
-    return {id(arg) for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    return {id(arg) for n in walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
             and isinstance(n.func.value, ast.Name) and n.func.value.id == "__tdebug_boolops__"
             for arg in n.args if isinstance(arg, ast.Lambda)}
 
@@ -75,7 +76,7 @@ def _boolop_operands(node: ast.AST) -> set[int]:
 def _assigned(body: list[ast.stmt]) -> list[str]:
     names: list[str] = []
     for stmt in body:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in names \
                     and not node.id.startswith("__tdebug"):
                 names.append(node.id)
@@ -86,8 +87,8 @@ class LoopRewriter:
     def __init__(self, function: ast.AST) -> None:
         self.count = 0
         self.names: dict[str, list[int]] = {}  # every name in the function -> its nodes (ids)
-        self.local: set[str] = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-        for n in ast.walk(function):
+        self.local: set[str] = {a.arg for a in walk(function.args) if isinstance(a, ast.arg)}
+        for n in walk(function):
             if isinstance(n, ast.Name):
                 self.names.setdefault(n.id, []).append(id(n))
                 if isinstance(n.ctx, ast.Store):
@@ -100,7 +101,7 @@ class LoopRewriter:
         inside = set()
         for stmt in node.body:
             operands = _boolop_operands(stmt)
-            for n in ast.walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, _ESCAPES) and id(n) not in operands:
                     return node
                 inside.add(id(n))
@@ -207,7 +208,7 @@ def _read(body: list[ast.stmt]) -> list[str]:
     """The names the body reads (`x += 1` reads x too)."""
     names: list[str] = []
     for stmt in body:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             read = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 node, read = node.target, True
@@ -272,7 +273,7 @@ def _assigned_value(stmt: ast.Assign) -> ast.expr:
 
 
 def _names_in(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
 
 
 def lane_accumulators(node: ast.For) -> tuple[str, ...] | None:
@@ -282,7 +283,7 @@ def lane_accumulators(node: ast.For) -> tuple[str, ...] | None:
     one batch, each accumulator folded over the iterations' terms in order (loop_lanes.py). None: another
     dependence between iterations, or a loop inside."""
     body = node.body
-    if any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for stmt in body for n in ast.walk(stmt)):
+    if any(isinstance(n, (ast.For, ast.AsyncFor, ast.While)) for stmt in body for n in walk(stmt)):
         return None
     carried: list[str] = []
     _carried(body, set(), set(_assigned(body)), carried)
@@ -348,7 +349,7 @@ def _carried(body: list[ast.stmt], bound: set[str], bound_anywhere: set[str], ca
             bound |= then & orelse
         else:
             reading(_read([stmt]))
-            bound |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            bound |= {n.id for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _accumulating(stmt: ast.stmt) -> ast.Assign:
@@ -381,7 +382,7 @@ def rewrite(tree: ast.AST) -> ast.AST:
 def _loops(node: ast.AST, found: list[ast.For]) -> list[ast.For]:
     """The `for` loops under node, each after the loops inside it, siblings in order (as a NodeTransformer
     visiting children first would reach them)."""
-    for child in ast.iter_child_nodes(node):
+    for child in children(node):
         _loops(child, found)
     if isinstance(node, ast.For):
         found.append(node)

@@ -108,6 +108,7 @@ def _has_lane_loop(function) -> bool:
     import inspect
     import textwrap
 
+    from ..ast_walk import walk
     from .predicated_loops import _is_range, _read, lane_accumulators
 
     try:
@@ -116,4 +117,4 @@ def _has_lane_loop(function) -> bool:
         return False
     return any(isinstance(node, ast.For) and _is_range(node.iter) and isinstance(node.target, ast.Name)
                and not node.orelse and _read(node.body) and lane_accumulators(node) is not None
-               for node in ast.walk(tree))
+               for node in walk(tree))

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from ..ast_walk import walk
 from ..versions import patcher, rewrite_jit_functions
 
 patch = patcher("loop_counters")
@@ -91,7 +92,7 @@ def _counts(call: ast.expr) -> bool:
 
 
 def rewrite(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.For) and _counts(node.iter):
             at = {"lineno": node.iter.lineno, "col_offset": node.iter.col_offset,
                   "end_lineno": node.iter.end_lineno, "end_col_offset": node.iter.end_col_offset}
