@@ -714,8 +714,10 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
         if not scopes:
             scopes.append(interpreter._patch_lang(self.fn))
 
-    def bind_args() -> dict[str, Any]:
-        """The arguments as the kernel runs them (a replay that gives up binds them then)."""
+    def rebind() -> dict[str, Any]:
+        """The language patched and the arguments bound as the kernel runs them (where a replay left both undone and
+        the kernel's code runs after all)."""
+        patch_lang()
         launch.args = _args(self, raw)
         return launch.args
 
@@ -741,7 +743,7 @@ def _launch(original, self, launch: Launch, args_dev: tuple, kwargs: dict) -> No
             launch.storages = storages(list(args_hst) + list(kwargs_hst.values()))
         interpreter.interpreter_builder.set_grid_dim(*grid)
         try:
-            _run_grid(self, launch, raw, replay, patch_lang, bind_args, signature)
+            _run_grid(self, launch, raw, replay, rebind, signature)
         except Exception as e:
             import triton
 
@@ -778,21 +780,17 @@ def _grid(executor_obj, args: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def _run_grid(executor_obj, launch: Launch, raw: dict[str, Any] | None = None, replay: tuple | None = None,
-              patch_lang: Callable[[], None] | None = None, bind_args: Callable[[], dict] | None = None,
-              signature: tuple | None = None) -> None:
+              rebind: Callable[[], dict] | None = None, signature: tuple | None = None) -> None:
     """The launch's programs, batched or serially. raw: its arguments as bound (for a replay's key); replay: (key,
-    plan) when the language is left unpatched and the arguments unbound for a replay: patch_lang() and bind_args()
-    (its signature: the key but the grid, known already) patch and bind them if the kernel's code runs."""
+    plan) when the language is left unpatched and the arguments unbound for a replay: rebind() patches and binds
+    them if the kernel's code runs (its signature: the key but the grid, known already)."""
     name, grid = executor_obj.fn.__name__, launch.grid
     why = _why_serial(executor_obj, grid)
     if why is None:
         from triton.runtime.interpreter import interpreter_builder
 
         interpreter_builder.grid_idx = (0, 0, 0)  # what a listener reads between memory ops
-        if replay is None:
-            batched = BatchedLaunch(executor_obj.fn, launch)
-        else:
-            batched = BatchedLaunch(executor_obj.fn, launch, lambda: (patch_lang(), bind_args())[1])
+        batched = BatchedLaunch(executor_obj.fn, launch, None if replay is None else rebind)
         if raw is not None and 1 < grid[0] * grid[1] * grid[2] <= batched.batch_size:  # one batch: replayable
             if replay is None:
                 signature = launch_replay.signature_of(executor_obj, raw) if signature is None else signature
@@ -811,10 +809,7 @@ def _run_grid(executor_obj, launch: Launch, raw: dict[str, Any] | None = None, r
         why = batched.serial_from
         _say(f"{name}: batched engine, then serial ({why}), grid {grid}")
     else:
-        args = launch.args
-        if replay is not None:
-            patch_lang()
-            args = bind_args()
+        args = launch.args if replay is None else rebind()
         _say(f"{name}: serial engine ({why}), grid {grid}")
         for x in range(grid[0]):
             for y in range(grid[1]):
