@@ -83,7 +83,8 @@ SETTINGS: tuple[Setting, ...] = (
             "eager (at its first), off", choices=("auto", "eager", "off")),
     Setting("TDEBUG_LOOP_LANES", "switch", True, "the batched engine runs a loop's iterations as lanes where they "
             "depend on each other only through accumulators"),
-    Setting("TDEBUG_KEEP_FREED", "switch", True, "an interpreter worker keeps the heap blocks it frees (glibc)"),
+    Setting("TDEBUG_KEEP_FREED", "switch", True, "an interpreter worker keeps the heap blocks it frees (glibc) and "
+            "gives numpy's arrays small pages"),
     Setting("TDEBUG_SWEEP", "choice", "fork", "a script's autotune runs: forked from one worker, or a fresh one "
             "each", choices=("fork", "spawn")),
     Setting("TDEBUG_COMPUTE_SANITIZER", "path", None, "the compute-sanitizer executable (default: PATH, CUDA_HOME)"),
